@@ -1,0 +1,53 @@
+"""Root pytest plugin: when chapters run under nbval with BOOK_NBVAL_STATUS=1 (``make nbval``),
+record each notebook's wall time and outcome in book/_data/nbval_status.json for the status page."""
+import datetime as _dt
+import json
+import os
+import pathlib
+import platform
+import time
+
+import pytest
+
+_STATUS = pathlib.Path(__file__).parent / "book" / "_data" / "nbval_status.json"
+_runs: dict = {}
+
+
+def _notebook(nodeid: str):
+    path = nodeid.split("::", 1)[0]
+    return path if path.endswith(".ipynb") else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    nb = _notebook(item.nodeid)
+    t0 = time.perf_counter()
+    yield
+    if nb:
+        run = _runs.setdefault(nb, {"seconds": 0.0, "cells": 0, "failed": 0})
+        run["seconds"] += time.perf_counter() - t0
+        run["cells"] += 1
+
+
+def pytest_runtest_logreport(report):
+    nb = _notebook(report.nodeid)
+    if nb and report.failed:
+        _runs.setdefault(nb, {"seconds": 0.0, "cells": 0, "failed": 0})["failed"] += 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _runs or os.environ.get("BOOK_NBVAL_STATUS", "0") in ("", "0"):
+        return
+    data = json.loads(_STATUS.read_text()) if _STATUS.exists() else {}
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    for nb, run in _runs.items():
+        slug = pathlib.Path(nb).stem
+        data[slug] = {
+            "seconds": round(run["seconds"], 1),
+            "cells": run["cells"],
+            "passed": run["failed"] == 0,
+            "date": now,
+            "machine": f"{os.cpu_count()}-core {platform.machine()} CPU",
+        }
+    _STATUS.parent.mkdir(parents=True, exist_ok=True)
+    _STATUS.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
