@@ -1,15 +1,40 @@
-"""Interactive controls that redraw a figure: explicit widgets with ``observe`` (not ``interact``,
-which can stall nbclient), drawing into an ``Output`` so the built book shows the first figure."""
+"""Interactive controls that redraw a figure: explicit widgets with ``observe`` (not ``interact``).
+
+The figure is rendered to display data and put into an ``Output`` widget by setting its ``outputs``
+directly, instead of the usual ``with out:`` capture. The capture routes messages through the
+kernel's parent-header bookkeeping, which makes nbclient (``make execute``, the book build) stall
+now and then waiting for a reply it already had (jupyter/nbclient#312); setting ``outputs`` avoids
+that path entirely, works the same in JupyterLab, and is saved in the widget state, so the built
+book shows the first figure.
+"""
 from __future__ import annotations
 
 
-def live_controls(draw, controls: dict) -> None:
-    """Display ``controls`` (name -> ipywidget) above an output area where ``draw(**values)`` runs.
+def _figure_output(draw, values: dict) -> tuple:
+    """Run ``draw(**values)`` on a fresh figure and return it as an Output widget ``outputs`` tuple."""
+    import matplotlib.pyplot as plt
+    from IPython import get_ipython
 
-    ``draw`` makes a matplotlib figure; it is called once now and again on every change.
+    plt.close("all")
+    draw(**values)
+    fig = plt.gcf()
+    shell = get_ipython()
+    if shell is None:  # plain Python: nothing to display into
+        plt.close(fig)
+        return ()
+    data, metadata = shell.display_formatter.format(fig)
+    plt.close(fig)
+    data.pop("text/plain", None)  # '<Figure size …>' adds nothing next to the picture
+    return ({"output_type": "display_data", "data": data, "metadata": metadata},)
+
+
+def live_controls(draw, controls: dict) -> None:
+    """Display ``controls`` (name -> ipywidget) above an output area showing ``draw(**values)``.
+
+    ``draw`` makes a matplotlib figure (on the current figure; it need not call ``plt.show``); it is
+    called once now and again on every change of a control.
     """
     import ipywidgets as w
-    import matplotlib.pyplot as plt
     from IPython.display import display
 
     if not callable(draw):
@@ -22,10 +47,7 @@ def live_controls(draw, controls: dict) -> None:
     out = w.Output()
 
     def redraw(_change=None):
-        with out:
-            out.clear_output(wait=True)
-            draw(**{k: c.value for k, c in controls.items()})
-            plt.show()
+        out.outputs = _figure_output(draw, {k: c.value for k, c in controls.items()})
 
     for c in controls.values():
         c.observe(redraw, names="value")
