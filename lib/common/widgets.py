@@ -16,7 +16,12 @@ def _figure_output(draw, values: dict) -> tuple:
     from IPython import get_ipython
 
     plt.close("all")
-    draw(**values)
+    show = plt.show
+    plt.show = lambda *args, **kwargs: None  # a draw() that ends with plt.show() must not display
+    try:
+        draw(**values)
+    finally:
+        plt.show = show
     fig = plt.gcf()
     shell = get_ipython()
     if shell is None:  # plain Python: nothing to display into
@@ -31,7 +36,8 @@ def _figure_output(draw, values: dict) -> tuple:
 def live_controls(draw, controls: dict) -> None:
     """Display ``controls`` (name -> ipywidget) above an output area showing ``draw(**values)``.
 
-    ``draw`` makes a matplotlib figure (on the current figure; it need not call ``plt.show``); it is
+    ``draw`` makes a matplotlib figure (the current one when it returns; a ``plt.show()`` in it is
+    ignored); it is
     called once now and again on every change of a control.
     """
     import ipywidgets as w
