@@ -115,6 +115,10 @@ def test_chapter_has_the_parts_a_reader_expects(slug):
     assert 3 <= n_ex <= 5, f"{slug}: {n_ex} exercises (want 3–5)"
     assert n_sol == n_ex, f"{slug}: {n_sol} dropdown solutions for {n_ex} exercises"
     assert "{cite" in md and "{bibliography}" in md, f"{slug}: cite and list references"
+    keys = [k.strip() for m in re.findall(r"\{cite(?::[a-z]+)?\}`([^`]+)`", md) for k in m.split(",")]
+    assert all(k.startswith(f"{slug}-") for k in keys), \
+        f"{slug}: prefix citation keys with '{slug}-' (scripts/prefix_citations.py): {keys}"
+    assert f":keyprefix: {slug}-" in md, f"{slug}: the bibliography needs ':keyprefix: {slug}-'"
 
 
 @pytest.mark.parametrize("slug", CHAPTERS)
