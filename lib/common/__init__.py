@@ -24,10 +24,14 @@ from .cli import run_preset_cli
 from .data import load_mnist
 from .widgets import live_controls
 from .checks import check_int, check_positive, check_probability, check_tensor
+from .diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales, karras_sigmas,
+                        lognormal_indices, lognormal_probs, precondition, pseudo_huber)
 
 __all__ = [
     "device", "set_threads", "make_generator", "seed_everything", "fmt", "show_source",
     "maybe_compile", "load_results", "provenance", "results_path", "save_results", "setup_plots",
     "progress", "run_preset_cli", "load_mnist", "live_controls",
     "check_int", "check_positive", "check_probability", "check_tensor",
+    "edm_scalings", "precondition", "karras_sigmas", "ict_num_scales", "lognormal_probs",
+    "lognormal_indices", "ict_loss_weights", "pseudo_huber", "ema_update",
 ]

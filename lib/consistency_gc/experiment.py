@@ -1,0 +1,164 @@
+"""The chapter's experiments: the exact 2-D toy (CD / IC / GC) and a small MNIST run (IC / GC)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lib.common import make_generator
+
+from .diagnostics import flow_diagnostics, map_error
+from .images import frechet_distance, mnist_data, train_classifier
+from .toy import pf_ode_map, two_gaussians
+from .training import TrainConfig, Trainer
+
+#: the toy's methods: name -> (GC fraction μ, CD?)
+TOY_METHODS = {"CD": (0.0, True), "IC": (0.0, False), "GC": (0.5, False), "GC μ=1": (1.0, False)}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One preset of the chapter (see :func:`run_experiment`)."""
+    seed: int = 0
+    # --- 2-D toy: CD, IC, GC (μ = 0.5) and GC μ = 1 for every seed, plus extra μ's for the widget (seed 0)
+    toy: TrainConfig = TrainConfig(hidden=64)
+    n_seeds: int = 3
+    widget_mus: tuple = (0.25, 0.75)
+    n_test: int = 1000                  # test noises z for the ODE-map and sample errors
+    ode_steps: int = 400                # Heun steps of the exact PF-ODE map Φ
+    diag_sigmas: tuple = (0.01, 0.03, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+    n_diag: int = 4000
+    # --- MNIST: IC vs GC, one-step Fréchet distance in a small classifier's feature space
+    images: bool = True
+    image_size: int = 14
+    image: TrainConfig = TrainConfig(steps=1500, batch=128, hidden=512, depth=2, lr=2e-4, ema_decay=0.995,
+                                     sigma_min=0.002, sigma_max=80.0, s0=10, s1=160, n_checkpoints=1)
+    image_mu: float = 0.5
+    classifier_steps: int = 400
+    n_fd: int = 2000
+
+
+def toy_members(cfg: Config):
+    """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` per seed, then the extra
+    widget μ's (first seed only)."""
+    names, mu, cd, seed = [], [], [], []
+    for s in range(cfg.n_seeds):
+        for name, (m, c) in TOY_METHODS.items():
+            names.append(name), mu.append(m), cd.append(c), seed.append(s)
+    for m in cfg.widget_mus:
+        names.append(f"μ={m:g}"), mu.append(float(m)), cd.append(False), seed.append(0)
+    return names, mu, cd, seed
+
+
+def toy_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
+    """Train every toy member as one ensemble; return metrics per method and the widget's frames."""
+    gmm, tc = two_gaussians(), cfg.toy
+    names, mu, cd, seed = toy_members(cfg)
+    trainer = Trainer(tc, 2, mu, cd, seed, seed=cfg.seed, denoiser=gmm.denoise, device=device)
+    z_test = torch.randn(cfg.n_test, 2, generator=make_generator(cfg.seed + 1))         # (N, 2)
+    target = pf_ode_map(gmm, tc.sigma_max * z_test, tc.sigma_max, tc.sigma_min, cfg.ode_steps)
+    frames, steps = [], []
+
+    def on_checkpoint(step, ema):
+        steps.append(step)
+        frames.append(trainer.one_step(z_test, ema).cpu())                              # (M, N, 2)
+
+    trainer.fit(gmm.sample, make_generator(cfg.seed), on_checkpoint, desc="toy")
+    samples = torch.stack(frames)                                                       # (C, M, N, 2)
+    ode_err = torch.stack([map_error(f, target) for f in samples])                      # (C, M)
+    sample_err = gmm.nearest_mode_distance(samples).mean(-1)                            # (C, M)
+
+    # per-σ diagnostics: IC flow (x*) and each member's GC flow (x̂ from its own EMA model)
+    g = make_generator(cfg.seed + 2)
+    m = len(names)
+    x0 = gmm.sample(cfg.n_diag, g).to(device).expand(m, -1, -1)                         # (M, N, 2)
+    z = torch.randn(cfg.n_diag, 2, generator=g).to(device).expand(m, -1, -1)
+    den = gmm.denoise
+    diag = {"ic": [], "gc": []}
+    for s in cfg.diag_sigmas:
+        diag["ic"].append(flow_diagnostics(x0, z, s, den))
+        diag["gc"].append(flow_diagnostics(x0, z, s, den, generator_fn=trainer.ema))
+    per_sigma = {f"{k}_{q}": torch.stack([d[q] for d in v]).cpu()                        # (S_σ, M)
+                 for k, v in diag.items() for q in ("transport", "endpoint_error")}
+    return {"names": names, "mu": mu, "cd": cd, "seed": seed, "steps": steps,
+            "z_test": z_test, "target": target, "samples": samples,
+            "ode_err": ode_err, "sample_err": sample_err, "per_sigma": per_sigma,
+            "sigmas": list(cfg.diag_sigmas), "means": gmm.means}
+
+
+def by_method(values: torch.Tensor, names: list[str]) -> dict:
+    """Average a (..., M) tensor over the members of each method (i.e. over seeds) -> name: (...)."""
+    out = {}
+    for name in dict.fromkeys(names):
+        idx = [i for i, n in enumerate(names) if n == name]
+        out[name] = values[..., idx].mean(-1)
+    return out
+
+
+def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
+    """IC vs GC on MNIST at ``cfg.image_size``: one-step Fréchet distances in a classifier's features."""
+    try:
+        x_train, y_train = mnist_data("train", cfg.image_size)
+        x_test, y_test = mnist_data("test", cfg.image_size)
+    except FileNotFoundError as err:
+        return {"skipped": f"MNIST not available ({err})"}
+    g = make_generator(cfg.seed + 10)
+    clf = train_classifier(x_train.to(device), y_train.to(device), cfg.classifier_steps, g)
+    d = x_train.shape[1]
+
+    def sample_data(n, gen):
+        return x_train[torch.randint(len(x_train), (n,), generator=gen)]
+
+    trainer = Trainer(cfg.image, d, [0.0, cfg.image_mu], seed=cfg.seed, device=device)
+    trainer.fit(sample_data, make_generator(cfg.seed + 11), desc="mnist")
+    z = torch.randn(cfg.n_fd, d, generator=make_generator(cfg.seed + 12))
+    with torch.no_grad():
+        gen = trainer.one_step(z).clamp(-1, 1)                                           # (2, n_fd, d)
+        real = clf.features(x_test[:cfg.n_fd].to(device))
+        feats = [clf.features(gen[k]) for k in range(2)]
+        acc = (clf(x_test.to(device)).argmax(1) == y_test.to(device)).float().mean()
+        ref = clf.features(x_train[:cfg.n_fd].to(device))
+    return {"fd": {"IC": frechet_distance(feats[0], real), "GC": frechet_distance(feats[1], real)},
+            "fd_real": frechet_distance(ref, real), "classifier_acc": float(acc),
+            "samples": gen[:, :64].cpu()}
+
+
+def summarise(toy: dict, images: dict) -> dict:
+    """The JSON-able main results (same keys at every preset)."""
+    names = toy["names"]
+    last_ode = by_method(toy["ode_err"][-1], names)
+    last_sample = by_method(toy["sample_err"][-1], names)
+    conv = by_method(toy["ode_err"], names)
+    ps = {k: by_method(v, names) for k, v in toy["per_sigma"].items()}
+    ic, gc = "IC", "GC"
+    out = {
+        "toy": {
+            "ode_map_error": {k: float(v) for k, v in last_ode.items()},
+            "ode_map_error_per_seed": {k: toy["ode_err"][-1][[i for i, n in enumerate(names) if n == k]].tolist()
+                                       for k in TOY_METHODS},
+            "sample_error": {k: float(v) for k, v in last_sample.items()},
+            "checkpoints": list(toy["steps"]),
+            "convergence": {k: v.tolist() for k, v in conv.items()},
+            "sigmas": toy["sigmas"],
+            "transport_ic": ps["ic_transport"][ic].tolist(),
+            "transport_gc": ps["gc_transport"][gc].tolist(),
+            "endpoint_error_ic": ps["ic_endpoint_error"][ic].tolist(),
+            "endpoint_error_gc": ps["gc_endpoint_error"][gc].tolist(),
+        },
+        "images": {k: v for k, v in images.items() if k != "samples"},
+    }
+    return out
+
+
+def run_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
+    """Both experiments at a preset; the main results as a JSON-able dict (see :func:`summarise`)."""
+    toy = toy_experiment(cfg, device)
+    images = image_experiment(cfg, device) if cfg.images else {"skipped": "images switched off in the config"}
+    return summarise(toy, images)
+
+
+def gc_transport_ratio(results: dict) -> np.ndarray:
+    """GC / IC transport cost per σ from :func:`summarise`'s output."""
+    t = results["toy"]
+    return np.asarray(t["transport_gc"]) / np.asarray(t["transport_ic"])

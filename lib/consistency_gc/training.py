@@ -1,0 +1,189 @@
+"""Consistency training with IC, GC and CD pairs (iCT recipe), batched over an ensemble of members.
+
+One training step (iCT, Song & Dhariwal 2024; GC, Issenhuth et al. 2025):
+
+    i ~ lognormal over the N(k) − 1 intervals of the Karras grid,  z ~ N(0, I),  x* ~ data
+    IC:  x_{σ_i} = x* + σ_i z,          x_{σ_{i+1}} = x* + σ_{i+1} z                       (eq. IC)
+    GC:  x̂ = sg f_{θ⁻}(x* + σ_i z, σ_i),  x_{σ_i} = x̂ + σ_i z,  x_{σ_{i+1}} = x̂ + σ_{i+1} z  (eq. GC)
+         used for a fraction μ of the batch, IC for the rest
+    CD:  x_{σ_{i+1}} = x* + σ_{i+1} z,  x_{σ_i} = x_{σ_{i+1}} − (σ_{i+1} − σ_i)(x_{σ_{i+1}} − D(x_{σ_{i+1}}, σ_{i+1}))/σ_{i+1}
+    loss = mean_b λ(σ_i) d(f_θ(x_{σ_{i+1}}, σ_{i+1}), sg f_θ(x_{σ_i}, σ_i)),  λ = 1/(σ_{i+1} − σ_i)   (eq. CT)
+
+The target uses the stop-gradient online network (iCT's θ⁻ = sg θ, as the official code does); the
+EMA network θ⁻ is the generator of GC's x̂ and the model we evaluate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from lib.common import (check_int, check_tensor, ema_update, ict_loss_weights, ict_num_scales,
+                        karras_sigmas, lognormal_indices, progress, pseudo_huber)
+
+from .models import ConsistencyEnsemble, EnsembleMLP, make_ema
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of one consistency-training run (shared by every member of an ensemble)."""
+    steps: int = 3000
+    batch: int = 256
+    hidden: int = 128
+    depth: int = 2
+    lr: float = 5e-4
+    ema_decay: float = 0.99
+    sigma_min: float = 1e-3
+    sigma_max: float = 5.0
+    sigma_data: float = 0.5
+    s0: int = 10
+    s1: int = 100
+    p_mean: float = -1.1
+    p_std: float = 2.0
+    n_checkpoints: int = 4
+    loss: str = "pseudo_huber"          # "pseudo_huber" (iCT) or "l2" (squared L2, the authors' 2-D toy)
+
+
+def consistency_pairs(x0: torch.Tensor, z: torch.Tensor, s_i: torch.Tensor, s_ip1: torch.Tensor,
+                      u: torch.Tensor | None = None, mu: torch.Tensor | None = None, generator_fn=None,
+                      cd: torch.Tensor | None = None, denoiser=None):
+    """The pair (x_{σ_i}, x_{σ_{i+1}}) and its endpoint x_end for IC / GC / CD members.
+
+    x0, z (M, B, d); s_i < s_ip1 (M, B); u (M, B) uniforms and mu (M,) the GC fraction per member
+    (sample b of member m uses GC iff u[m, b] < mu[m]); ``generator_fn(x, σ)`` the EMA model;
+    cd (M,) bool marks CD members and ``denoiser(x, σ)`` is their exact teacher.
+    Returns x_i, x_ip1, x_end, each (M, B, d).
+    """
+    check_tensor("x0", x0, ndim=3, floating=True)
+    check_tensor("z", z, shape=tuple(x0.shape), floating=True)
+    for name, s in (("s_i", s_i), ("s_ip1", s_ip1)):
+        check_tensor(name, s, shape=tuple(x0.shape[:2]), floating=True)
+    si, sip1 = s_i.unsqueeze(-1), s_ip1.unsqueeze(-1)                  # (M, B, 1)
+    x_end = x0                                                         # IC endpoint x*
+    if generator_fn is not None:
+        if u is None or mu is None:
+            raise ValueError("u: expected uniforms (M, B) and mu (M,) with generator_fn, got None")
+        with torch.no_grad():
+            x_hat = generator_fn(x0 + si * z, s_i)                     # x̂ = sg f_θ⁻(x* + σ_i z, σ_i)
+        use_gc = (u < mu.unsqueeze(-1)).unsqueeze(-1)                  # (M, B, 1)
+        x_end = torch.where(use_gc, x_hat, x0)                         # mix GC / IC at fraction μ
+    x_i = x_end + si * z                                               # eq. IC / GC, same z
+    x_ip1 = x_end + sip1 * z
+    if cd is not None and denoiser is not None:
+        with torch.no_grad():
+            vel = (x_ip1 - denoiser(x_ip1, s_ip1)) / sip1              # exact PF-ODE velocity
+            x_i_cd = x_ip1 - (sip1 - si) * vel                         # one Euler step σ_{i+1} → σ_i
+        x_i = torch.where(cd.view(-1, 1, 1), x_i_cd, x_i)
+    return x_i, x_ip1, x_end
+
+
+def consistency_loss(model, x_i, x_ip1, s_i, s_ip1, weight, loss: str = "pseudo_huber") -> torch.Tensor:
+    """Per-member loss mean_b λ_b d(f_θ(x_{σ_{i+1}}), sg f_θ(x_{σ_i})) (eq. CT); shape (M,).
+
+    d is iCT's pseudo-Huber distance (``loss="pseudo_huber"``) or the squared L2 distance (``"l2"``).
+    """
+    if loss not in ("pseudo_huber", "l2"):
+        raise ValueError(f"loss: expected 'pseudo_huber' or 'l2', got {loss!r}")
+    with torch.no_grad():
+        target = model(x_i, s_i)                                       # sg f_θ(x_{σ_i}, σ_i)   (M, B, d)
+    pred = model(x_ip1, s_ip1)                                         # f_θ(x_{σ_{i+1}}, σ_{i+1})
+    m, b = pred.shape[:2]
+    if loss == "l2":
+        dist = (pred - target).reshape(m, b, -1).pow(2).sum(-1)        # ‖·‖²   (M, B)
+    else:
+        dist = pseudo_huber(pred.reshape(m * b, -1), target.reshape(m * b, -1)).view(m, b)
+    return (weight * dist).mean(dim=1)                                 # (M,)
+
+
+class Trainer:
+    """Trains an ensemble of consistency models side by side, one member per (method, seed).
+
+    ``mu`` (M,) is each member's GC fraction (0 = IC), ``cd`` (M,) marks CD members (exact teacher
+    ``denoiser`` needed), ``member_seed`` (M,) maps each member to a data stream / initialisation:
+    members with the same seed see identical x*, z, i and u and start from identical weights, so
+    methods are compared on paired randomness.
+    """
+
+    def __init__(self, cfg: TrainConfig, data_dim: int, mu, cd=None, member_seed=None, seed: int = 0,
+                 denoiser=None, device: str | torch.device = "cpu"):
+        self.cfg, self.device = cfg, torch.device(device)
+        self.mu = torch.as_tensor(mu, dtype=torch.float32)
+        if self.mu.ndim != 1 or bool(((self.mu < 0) | (self.mu > 1)).any()):
+            raise ValueError(f"mu: expected a 1-d list of fractions in [0, 1], got {self.mu.tolist()}")
+        m = self.mu.numel()
+        self.cd = torch.zeros(m, dtype=torch.bool) if cd is None else torch.as_tensor(cd, dtype=torch.bool)
+        if self.cd.shape != (m,):
+            raise ValueError(f"cd: expected {m} booleans like mu, got shape {tuple(self.cd.shape)}")
+        if bool(self.cd.any()) and denoiser is None:
+            raise ValueError("denoiser: expected the exact denoiser D(x, σ) for CD members, got None")
+        self.member_seed = torch.zeros(m, dtype=torch.long) if member_seed is None else \
+            torch.as_tensor(member_seed, dtype=torch.long)
+        if self.member_seed.shape != (m,) or int(self.member_seed.min()) < 0:
+            raise ValueError(f"member_seed: expected {m} non-negative ints, got {self.member_seed.tolist()}")
+        self.n_streams = int(self.member_seed.max()) + 1
+        self.denoiser, self.data_dim = denoiser, check_int("data_dim", data_dim, 1)
+        net = EnsembleMLP(m, data_dim, cfg.hidden, cfg.depth, seeds=(seed * 1000 + self.member_seed).tolist())
+        self.model = ConsistencyEnsemble(net, cfg.sigma_min, cfg.sigma_data).to(self.device)
+        self.ema = make_ema(self.model)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
+        self.use_gc, self.use_cd = bool((self.mu > 0).any()), bool(self.cd.any())
+        self._mu_dev, self._cd_dev = self.mu.to(self.device), self.cd.to(self.device)
+        self._seed_dev = self.member_seed.to(self.device)
+        self._grids: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.step_count = 0
+
+    def _grid(self, n: int):
+        if n not in self._grids:
+            c = self.cfg
+            sig = karras_sigmas(n, c.sigma_min, c.sigma_max)                    # (n,) CPU
+            self._grids[n] = (sig, ict_loss_weights(sig))                      # λ = 1/(σ_{i+1} − σ_i)
+        return self._grids[n]
+
+    def draw(self, sample_data, generator: torch.Generator):
+        """One batch of randomness per data stream, drawn on the CPU, moved, then shared by its members."""
+        c, s, b = self.cfg, self.n_streams, self.cfg.batch
+        sig, lam = self._grid(ict_num_scales(self.step_count, c.steps, c.s0, c.s1))
+        idx = lognormal_indices(s * b, sig, c.p_mean, c.p_std, generator=generator)   # (S·B,)
+        x0 = sample_data(s * b, generator).view(s, b, -1)                            # (S, B, d)
+        z = torch.randn(s, b, self.data_dim, generator=generator)                    # (S, B, d)
+        u = torch.rand(s, b, generator=generator)                                    # (S, B)
+        per = [t.to(self.device)[self._seed_dev] for t in
+               (x0, z, sig[idx].view(s, b), sig[idx + 1].view(s, b), lam[idx].view(s, b), u)]
+        return per                                                                   # each (M, B, ...)
+
+    def step(self, batch) -> torch.Tensor:
+        """One optimisation step on a drawn batch; returns the per-member loss (M,), detached."""
+        x0, z, s_i, s_ip1, w, u = batch
+        x_i, x_ip1, _ = consistency_pairs(x0, z, s_i, s_ip1, u, self._mu_dev,
+                                          self.ema if self.use_gc else None,
+                                          self._cd_dev if self.use_cd else None, self.denoiser)
+        loss = consistency_loss(self.model, x_i, x_ip1, s_i, s_ip1, w, self.cfg.loss)
+        self.opt.zero_grad(set_to_none=True)
+        loss.sum().backward()                        # members are independent: Σ_m keeps each gradient
+        self.opt.step()
+        ema_update(self.ema, self.model, self.cfg.ema_decay)
+        self.step_count += 1
+        return loss.detach()
+
+    def checkpoint_steps(self) -> list[int]:
+        n, k = self.cfg.n_checkpoints, self.cfg.steps
+        return sorted({round(k * (j + 1) / n) for j in range(n)})
+
+    def fit(self, sample_data, generator: torch.Generator, on_checkpoint=None, desc: str = "training"):
+        """Train ``cfg.steps`` steps; call ``on_checkpoint(step, ema)`` at :meth:`checkpoint_steps`."""
+        marks = set(self.checkpoint_steps())
+        self.model.train()
+        for _ in progress(range(self.step_count, self.cfg.steps), total=self.cfg.steps, desc=desc):
+            self.step(self.draw(sample_data, generator))
+            if on_checkpoint is not None and self.step_count in marks:
+                on_checkpoint(self.step_count, self.ema)
+        return self
+
+    @torch.no_grad()
+    def one_step(self, z: torch.Tensor, model=None) -> torch.Tensor:
+        """One-step samples f_θ⁻(σ_max z, σ_max) of every member from shared noise z (N, d) -> (M, N, d)."""
+        model = self.ema if model is None else model
+        m = self.mu.numel()
+        x = (self.cfg.sigma_max * z).to(self.device).expand(m, *z.shape)      # (M, N, d)
+        sig = torch.full(x.shape[:2], self.cfg.sigma_max, device=self.device)
+        return model(x, sig)
