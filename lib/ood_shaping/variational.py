@@ -1,0 +1,186 @@
+"""The variational KL + Information-Bottleneck construction of a shaping function, solved on a grid.
+
+One activation x ≥ 0 (any unit of the penultimate layer; we pool the units) has law p_ID(x) under
+in-distribution data and p_OOD(x) under an *assumed* OOD law. The OOD feature is a random variable
+
+    Z | x ~ N(g(x), σ²)                                                   (eq. 1: the random feature)
+
+whose conditional law is set by the shaping function g. With Y ∈ {ID, OOD} (prior π on ID) and
+q_Y(z) = ∫ N(z; g(x), σ²) p_Y(x) dx, the loss functional is
+
+    L[g] = −KL(q_ID ‖ q_OOD) + β [ I(X; Z) − γ I(Z; Y) ]                 (eq. 2: KL + IB)
+
+    I(X; Z) = H(q) − ½ log(2πeσ²),  I(Z; Y) = H(q) − π H(q_ID) − (1 − π) H(q_OOD),  q = π q_ID + (1−π) q_OOD.
+
+We follow the gradient flow ∂g/∂t = −δL/δg (eq. 3) of the discretised functional: x is binned
+(an atom at 0 for the dead ReLU units plus K bins), z lives on a grid, integrals are Riemann sums and
+the first variation is the gradient of that discretised functional (automatic differentiation), with
+Adam as the step rule. Only the paper's abstract-level description of eq. 2 could be verified; the
+Gaussian channel, γ, π and the grid are our concrete choices (the chapter says so).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from lib.common import check_positive, check_tensor
+
+#: assumption families for p_OOD, built from ID samples X (see :func:`ood_law_samples`)
+ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """x-knots: ``knots[0] = 0`` (the atom of dead units) and K bin centres on (0, x_max]."""
+    knots: torch.Tensor      # (K + 1,)
+    edges: torch.Tensor      # (K + 1,): edges[0] = 0 < edges[1] < ... < edges[K] = x_max
+
+
+def make_grid(x_max: float, n_bins: int = 64, device="cpu") -> Grid:
+    """Equal-width bins on (0, x_max]; knots = [0, centres]."""
+    x_max = check_positive("x_max", x_max)
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2:
+        raise ValueError(f"n_bins: expected an int >= 2, got {n_bins!r}")
+    edges = torch.linspace(0.0, x_max, n_bins + 1, dtype=torch.float64, device=device)
+    knots = torch.cat([edges[:1], 0.5 * (edges[1:] + edges[:-1])])
+    return Grid(knots=knots, edges=edges)
+
+
+def histogram(x: torch.Tensor, grid: Grid) -> torch.Tensor:
+    """Probability of each knot: exact zeros go to the atom, the rest to their bin (the last bin
+    absorbs everything above x_max). (K + 1,) summing to 1."""
+    check_tensor("x", x, floating=True)
+    x = x.flatten().to(grid.edges.dtype)
+    if x.numel() == 0:
+        raise ValueError("x: expected at least one sample, got none")
+    if bool((x < 0).any()):
+        raise ValueError(f"x: expected non-negative activations (after ReLU), got min {float(x.min()):.3g}")
+    K = grid.edges.numel() - 1
+    idx = torch.bucketize(x, grid.edges[1:-1], right=True) + 1        # 1..K for x > 0
+    idx = torch.where(x > 0, idx.clamp(1, K), torch.zeros_like(idx))  # 0 = the atom at x = 0
+    counts = torch.bincount(idx, minlength=K + 1).to(grid.edges.dtype)
+    return counts / counts.sum()
+
+
+def ood_law_samples(x_id: torch.Tensor, assumption: str, strength: float = 1.0,
+                    generator: torch.Generator | None = None, x_surrogate: torch.Tensor | None = None):
+    """Samples of an assumed OOD activation law, built from ID activations ``x_id`` (flat, ≥ 0).
+
+    - ``weaker``: OOD activations are ID ones shrunk, X·a with a = 1/(1 + strength);
+    - ``floor``: each active unit is, with probability ε = strength/(1 + strength), replaced by a weak
+      activation drawn from U(0, median of the active ID activations) — extra OOD mass at small
+      positive values (a "noise floor"); the rest is distributed as ID;
+    - ``+tail``: in addition 10 % of the OOD activations are inflated, X·(2 + strength) (rare spikes);
+    - ``surrogate``: the given activations of surrogate OOD inputs (e.g. noise images).
+    """
+    if assumption not in ASSUMPTIONS:
+        raise ValueError(f"assumption: expected one of {ASSUMPTIONS}, got {assumption!r}")
+    strength = check_positive("strength", strength)
+    check_tensor("x_id", x_id, floating=True)
+    x = x_id.flatten()
+    if assumption == "surrogate":
+        if x_surrogate is None:
+            raise ValueError("x_surrogate: expected activations of surrogate OOD inputs for "
+                             "assumption='surrogate', got None")
+        return x_surrogate.flatten()
+    n = x.numel()
+    u = torch.rand(n, generator=generator, dtype=torch.float64).to(x.device)
+    if assumption.startswith("weaker"):
+        out = x / (1.0 + strength)
+    else:   # floor: active units replaced, with prob. ε, by a weak activation U(0, median of active)
+        active = x[x > 0]
+        med = float(active.median()) if active.numel() else 1.0
+        eps = strength / (1.0 + strength)
+        weak = (torch.rand(n, generator=generator, dtype=torch.float64).to(x.device) * med).to(x.dtype)
+        out = torch.where((u < eps) & (x > 0), weak, x)
+    if assumption.endswith("+tail"):
+        v = torch.rand(n, generator=generator, dtype=torch.float64).to(x.device)
+        out = torch.where(v < 0.1, x * (2.0 + strength), out)
+    return out
+
+
+def _z_grid(g: torch.Tensor, sigma: float, n_z: int) -> torch.Tensor:
+    lo = float(g.detach().min()) - 6 * sigma
+    hi = float(g.detach().max()) + 6 * sigma
+    return torch.linspace(lo, hi, n_z, dtype=g.dtype, device=g.device)
+
+
+def channel_densities(g, p_id, p_ood, sigma: float, n_z: int = 512):
+    """q_ID(z), q_OOD(z) on a z-grid for Z | x ~ N(g(x), σ²) (eq. 1); returns (z, dz, q_id, q_ood)."""
+    z = _z_grid(g, sigma, n_z)                                               # (M,)
+    dz = z[1] - z[0]
+    kern = torch.exp(-0.5 * ((z[:, None] - g[None, :]) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+    return z, dz, kern @ p_id, kern @ p_ood                                  # (M, K+1) @ (K+1,)
+
+
+def _entropy(q, dz):
+    return -(q * torch.log(q.clamp_min(1e-300))).sum() * dz
+
+
+def kl_ib_terms(g, p_id, p_ood, sigma: float, prior: float = 0.5, n_z: int = 512) -> dict:
+    """The pieces of eq. 2 for a shaping g on the knots: KL(q_ID‖q_OOD), I(X;Z), I(Z;Y)."""
+    z, dz, q_id, q_ood = channel_densities(g, p_id, p_ood, sigma, n_z)
+    eps = 1e-300
+    kl = (q_id * (torch.log(q_id.clamp_min(eps)) - torch.log(q_ood.clamp_min(eps)))).sum() * dz
+    q = prior * q_id + (1 - prior) * q_ood
+    h_q, h_id, h_ood = _entropy(q, dz), _entropy(q_id, dz), _entropy(q_ood, dz)
+    i_xz = h_q - 0.5 * math.log(2 * math.pi * math.e * sigma ** 2)          # H(Z) − H(Z|X)
+    i_zy = h_q - prior * h_id - (1 - prior) * h_ood                         # H(Z) − H(Z|Y)
+    return {"kl": kl, "i_xz": i_xz, "i_zy": i_zy}
+
+
+def kl_ib_loss(g, p_id, p_ood, beta: float, sigma: float, gamma: float = 1.0, prior: float = 0.5,
+               n_z: int = 512) -> torch.Tensor:
+    """Eq. 2: L[g] = −KL(q_ID ‖ q_OOD) + β (I(X;Z) − γ I(Z;Y))."""
+    t = kl_ib_terms(g, p_id, p_ood, sigma, prior, n_z)
+    return -t["kl"] + beta * (t["i_xz"] - gamma * t["i_zy"])
+
+
+def solve_shaping(p_id: torch.Tensor, p_ood: torch.Tensor, grid: Grid, beta: float = 0.5,
+                  sigma: float = 0.05, gamma: float = 1.0, prior: float = 0.5, steps: int = 300,
+                  lr: float = 0.05, smooth: float = 1e-3, n_z: int = 512) -> tuple[torch.Tensor, list]:
+    """Gradient flow on g (eq. 3) from g = identity, over non-decreasing g with g(0) = 0.
+
+    g is parametrised by its slopes, g(x_k) = Σ_{j≤k} softplus(u_j) Δx_j (x scaled to [0, 1]), so
+    every iterate is a non-decreasing shaping, the family that holds ReAct, VRA-P and the
+    one-dimensional analogue of ASH. ``smooth`` adds smooth·Σ(u_{j+1} − u_j)², so that slopes in
+    bins with no mass under either law follow their neighbours (our addition).
+    Returns ``(g on grid.knots in units of x, loss history)``.
+    """
+    check_tensor("p_id", p_id, shape=(grid.knots.numel(),), floating=True)
+    check_tensor("p_ood", p_ood, shape=(grid.knots.numel(),), floating=True)
+    beta = float(beta)
+    if not (beta >= 0 and math.isfinite(beta)):
+        raise ValueError(f"beta: expected a finite number >= 0, got {beta}")
+    sigma = check_positive("sigma", sigma)
+    scale = float(grid.edges[-1])
+    p_id, p_ood = p_id.to(grid.knots), p_ood.to(grid.knots)
+    dx = torch.diff(grid.knots) / scale                                   # (K,) knot spacing
+    u = torch.full_like(dx, math.log(math.e - 1)).requires_grad_(True)     # softplus(u) = 1: g = x
+    opt = torch.optim.Adam([u], lr=lr)
+    zero = torch.zeros(1, dtype=dx.dtype, device=dx.device)
+    history = []
+    for _ in range(steps):
+        g = torch.cat([zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)])   # (K+1,)
+        loss = kl_ib_loss(g, p_id, p_ood, beta, sigma, gamma, prior, n_z)
+        total = loss + smooth * (u[1:] - u[:-1]).pow(2).sum()
+        opt.zero_grad()
+        total.backward()
+        opt.step()
+        history.append(loss.detach())
+    with torch.no_grad():
+        g = torch.cat([zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)])
+    return g * scale, [float(v) for v in torch.stack(history)]
+
+
+def orient_and_scale(g: torch.Tensor, p_id: torch.Tensor, p_ood: torch.Tensor,
+                     knots: torch.Tensor) -> torch.Tensor:
+    """Fix the symmetries of eq. 2 (g ↦ ±g + c leave it unchanged): g(0) = 0, E_ID g ≥ E_OOD g, and
+    E_ID[g(X)²] = E_ID[X²] so that the energy score keeps the network's logit scale."""
+    g = g - g[0]
+    if float((p_id - p_ood) @ g) < 0:
+        g = -g
+    ratio = ((p_id @ knots ** 2) / (p_id @ g ** 2).clamp_min(1e-30)).sqrt()
+    return g * ratio
