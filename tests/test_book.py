@@ -128,12 +128,14 @@ def test_chapter_runtime_recorded_within_budget(slug):
     assert status[slug]["seconds"] <= BUDGET_S, f"{slug}: {status[slug]['seconds']} s > {BUDGET_S} s budget"
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "results").glob("*.json")), ids=lambda p: p.name)
-def test_results_have_provenance(path):
-    data = json.loads(path.read_text())
-    assert data.get("slug") == path.stem and data.get("preset") and "config" in data and "results" in data
-    missing = [f for f in PROVENANCE if f not in data.get("provenance", {})]
-    assert not missing, f"{path.name}: provenance lacks {missing}"
+def test_results_have_provenance():
+    for path in sorted((ROOT / "results").glob("*.json")):
+        data = json.loads(path.read_text())
+        assert data.get("slug") == path.stem and data.get("preset") and "config" in data and "results" in data, \
+            f"{path.name}: expected slug, preset, config and results"
+        missing = [f for f in PROVENANCE if f not in data.get("provenance", {})]
+        assert not missing, f"{path.name}: provenance lacks {missing}"
+        assert path.stem in PAPERS, f"{path.name}: not a chapter's slug"
 
 
 def test_library_conventions():
