@@ -14,6 +14,7 @@ from harness import table  # noqa: E402
 
 def main(argv):
     pattern = argv[0] if argv else ""
+    threads = torch.get_num_threads()  # benchmarks may change it; report what the run started with
     sections = []
     for path in sorted(HERE.glob("bench_*.py")):
         if pattern not in path.stem:
@@ -24,7 +25,7 @@ def main(argv):
         rows = mod.main()
         sections.append(f"## {path.stem}\n\n{table(rows)}\n")
         print(f"{path.stem}: {len(rows)} rows")
-    dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
+    dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.machine()}, {threads} threads at start; some benchmarks set their own)"
     header = f"# Benchmarks\n\nMachine: {dev}; torch {torch.__version__}. Ratio > 1: ours is faster.\n\n"
     (HERE / "results.md").write_text(header + "\n".join(sections))
     return 0
