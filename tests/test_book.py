@@ -122,6 +122,15 @@ def test_chapter_has_the_parts_a_reader_expects(slug):
 
 
 @pytest.mark.parametrize("slug", CHAPTERS)
+def test_ignore_output_tag_only_for_versions_timings_widgets(slug):
+    allowed = re.compile(r"__version__|platform|perf_counter|time\.time|timeit|live_controls|ipywidgets")
+    for i, cell in enumerate(_code(_nb(slug)), 1):
+        if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            assert allowed.search("".join(cell["source"])), \
+                f"{slug} cell {i}: nbval-ignore-output is only for versions, timings and widgets"
+
+
+@pytest.mark.parametrize("slug", CHAPTERS)
 def test_chapter_runtime_recorded_within_budget(slug):
     status = json.loads((BOOK / "_data" / "nbval_status.json").read_text())
     assert slug in status, f"{slug}: no nbval runtime recorded (run `make nbval SLUG={slug}`)"
