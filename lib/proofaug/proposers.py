@@ -1,0 +1,187 @@
+"""Proof proposers: a small transformer trained on (statement → proof) pairs, and a noisy oracle.
+
+The neural proposer reads ``Statement.prompt()`` tokens, a ``<sep>`` and writes proof tokens (``<nl>``
+between lines) until ``<eos>``. Its training pairs are the training theorems' gold proofs and, for
+ERP, every claim inside them (the facts in scope and the claim → the claim's own proof).
+The **noisy oracle** corrupts gold proofs step by step at a given rate, for the controlled ablation.
+"""
+from __future__ import annotations
+
+import random
+
+import torch
+
+from lib.common import check_int, check_probability
+from lib.common.gpt import GPT, GPTConfig, Vocab, fit_lm
+
+from .language import Statement, initial_state, parse_steps, run_step, tokenize
+from .tactics import BUILTINS
+
+SEP, NL = "<sep>", "<nl>"
+
+
+def claim_examples(stmt: Statement, gold: str, prover) -> list:
+    """(sub-statement, proof text) for the theorem and for every ``have`` claim in its gold proof."""
+    steps = parse_steps(gold)
+    out, state = [(stmt, gold)], initial_state(stmt)
+    for i, step in enumerate(steps):
+        nxt = run_step(state, step, stmt, prover).state
+        if step.startswith("have") and nxt is not None and i + 1 < len(steps):
+            if steps[i + 1].startswith("by"):
+                body = [steps[i + 1]]
+            else:
+                depth, j = 0, i + 1
+                while j < len(steps):
+                    depth += steps[j] == "proof"
+                    depth -= steps[j] == "qed"
+                    if depth == 0:
+                        break
+                    j += 1
+                body = steps[i + 1:j + 1]
+            sub = Statement(stmt.variables, stmt.domain, tuple((n, f.text) for n, f in nxt.hyps),
+                            nxt.pending[1].text)
+            out.append((sub, "\n".join(body)))
+        state = nxt
+    return out
+
+
+def encode_pair(stmt: Statement, proof: str | None) -> list[str]:
+    """Token list: prompt, ``<sep>``, proof lines joined by ``<nl>`` (no proof: the prompt only)."""
+    toks = ["<bos>", *tokenize(stmt.prompt()), SEP]
+    if proof is not None:
+        for k, line in enumerate(proof.split("\n")):
+            toks += ([NL] if k else []) + tokenize(line)
+        toks.append("<eos>")
+    return toks
+
+
+def decode_proof(tokens: list[str]) -> str:
+    """Proof text from generated tokens (stops at ``<eos>``)."""
+    words = []
+    for t in tokens:
+        if t == "<eos>":
+            break
+        words.append("\n" if t == NL else t)
+    return " ".join(words).replace(" \n ", "\n").replace("\n ", "\n").replace(" \n", "\n")
+
+
+def build_vocab(statements: list, proofs: list) -> Vocab:
+    """All tokens of the prompts and proofs, plus the tactic names and keywords."""
+    toks = set(BUILTINS) | {"hammer", "proof", "qed", "have", "show", "by", "sorry", "?thesis", SEP, NL}
+    for s in statements:
+        toks.update(tokenize(s.prompt()))
+    for p in proofs:
+        toks.update(tokenize(p))
+    return Vocab(sorted(toks))
+
+
+def training_tensors(pairs: list, vocab: Vocab, block_size: int):
+    """(inputs, targets, mask) with the loss on proof tokens only; rows longer than the block dropped."""
+    rows = [vocab.encode(encode_pair(s, p)) for s, p in pairs]
+    rows = [r for r in rows if len(r) <= block_size + 1]
+    x = torch.full((len(rows), block_size), vocab.pad_id, dtype=torch.long)
+    y = torch.full((len(rows), block_size), vocab.pad_id, dtype=torch.long)
+    m = torch.zeros((len(rows), block_size), dtype=torch.bool)
+    sep = vocab.stoi[SEP]
+    for i, r in enumerate(rows):
+        t = torch.tensor(r)
+        x[i, :len(r) - 1], y[i, :len(r) - 1] = t[:-1], t[1:]
+        start = r.index(sep)
+        m[i, start:len(r) - 1] = True                  # predict every token after <sep>
+    return x, y, m
+
+
+def train_proposer(pairs: list, vocab: Vocab, *, steps: int, block_size: int, d_model: int, n_layer: int,
+                   batch_size: int, lr: float, seed: int, device="cpu"):
+    """A GPT trained on the pairs; returns (model, losses)."""
+    check_int("steps", steps, 1)
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(len(vocab), block_size, n_layer=n_layer, n_head=4, d_model=d_model)).to(device)
+    x, y, m = training_tensors(pairs, vocab, block_size)
+    losses = fit_lm(model, x, y, m, steps=steps, batch_size=batch_size, lr=lr, weight_decay=0.01,
+                    generator=torch.Generator().manual_seed(seed), device=device)
+    return model, losses
+
+
+@torch.no_grad()
+def sample_proofs(model, vocab: Vocab, stmt: Statement, n: int, temperature: float,
+                  generator: torch.Generator, max_new: int = 200) -> list[str]:
+    """``n`` proofs sampled for one statement in one batch (stops when every row has ended)."""
+    check_int("n", n, 1)
+    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0:
+        raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
+    dev = next(model.parameters()).device
+    prompt = torch.tensor(vocab.encode(encode_pair(stmt, None)), dtype=torch.long)
+    idx = prompt.repeat(n, 1).to(dev)                                           # (n, T0)
+    done = torch.zeros(n, dtype=torch.bool)
+    eos, block = vocab.eos_id, model.cfg.block_size
+    for _ in range(min(max_new, block - prompt.numel())):
+        logits = model(idx)[:, -1, :].float().cpu() / temperature               # (n, V)
+        logits[:, vocab.pad_id] = float("-inf")
+        logits[:, vocab.bos_id] = float("-inf")
+        nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]  # (n,)
+        nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
+        done |= nxt == eos
+        idx = torch.cat([idx, nxt[:, None].to(dev)], dim=1)
+        if bool(done.all()):
+            break
+    out = []
+    for row in idx[:, prompt.numel():].cpu():
+        out.append(decode_proof(vocab.decode(row)))
+    return out
+
+
+class NeuralProposer:
+    """Samples proposals; ``__call__(sub_statement)`` serves ERP re-queries from a per-subgoal pool."""
+
+    def __init__(self, model, vocab: Vocab, temperature: float, seed: int, pool: int = 4):
+        self.model, self.vocab, self.temperature, self.pool = model, vocab, temperature, pool
+        self.generator = torch.Generator().manual_seed(seed)
+        self._pools: dict = {}
+
+    def proposals(self, stmt: Statement, n: int) -> list[str]:
+        return sample_proofs(self.model, self.vocab, stmt, n, self.temperature, self.generator)
+
+    def __call__(self, stmt: Statement) -> str:
+        if not self._pools.get(stmt):
+            try:
+                self._pools[stmt] = self.proposals(stmt, self.pool)
+            except ValueError:                     # a subgoal that is not in the vocabulary
+                self._pools[stmt] = ["sorry"] * self.pool
+        return self._pools[stmt].pop()
+
+
+# --- the noisy oracle ------------------------------------------------------------------------------
+
+CORRUPTIONS = ("tactic", "constant", "drop", "false_lemma", "block")
+
+
+def corrupt(gold: str, rate: float, rng: random.Random) -> str:
+    """Corrupt each line of a gold proof with probability ``rate``: a wrong tactic name, a wrong
+    constant in a claim, a dropped line, a hallucinated false lemma, or a broken block (a ``qed``
+    dropped or a ``show`` of the wrong statement)."""
+    check_probability("rate", rate)
+    lines, out = gold.split("\n"), []
+    for k, line in enumerate(lines):
+        if k == 0 or k == len(lines) - 1 or rng.random() >= rate:
+            out.append(line)
+            continue
+        kind = rng.choice(CORRUPTIONS)
+        toks = line.split()
+        if kind == "tactic" and "by" in toks:
+            toks[toks.index("by") + 1] = rng.choice([t for t in BUILTINS if t != toks[toks.index("by") + 1]])
+            out.append(" ".join(toks))
+        elif kind == "constant" and any(t.isdigit() for t in toks):
+            j = rng.choice([i for i, t in enumerate(toks) if t.isdigit()])
+            toks[j] = str(int(toks[j]) + rng.choice([1, 2, 3]))
+            out.append(" ".join(toks))
+        elif kind == "drop":
+            continue
+        elif kind == "false_lemma":
+            out.append(f"have hx{k} : {toks[-1] if toks[-1].isdigit() else '1'} = 0 by arith")
+            out.append(line)
+        elif kind == "block" and line in ("qed", "show ?thesis by arith", "show ?thesis by hammer"):
+            out.append("show 0 = 1 by arith" if line.startswith("show") else "")
+        else:
+            out.append(line)
+    return "\n".join(x for x in out if x)
