@@ -1,0 +1,275 @@
+"""Tests of lib.self_inf_n: the world, per-sample gradients against a loop, the scores and selections,
+the evaluation, the SmolLM2 scorer on a tiny random Llama, bad inputs, the entry point, CUDA parity."""
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lib import self_inf_n as S
+from lib.common.gpt import GPT, GPTConfig
+from lib.self_inf_n.reference import self_inf_n_loop, self_influence_loop
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = dataclasses.replace(S.SMOKE, d_model=32, n_pretrain=300, pretrain_epochs=1, n_align=100, align_epochs=1,
+                           pool_size=60, n_benign_eval=10, k=10, seeds=(0,), lr_sweep=(2e-3,), smol_samples=0,
+                           other_worlds=(1,))
+
+
+@pytest.fixture(scope="module")
+def world():
+    return S.make_world(0)
+
+
+@pytest.fixture(scope="module")
+def tiny(world):
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(len(world.vocab), 40, n_layer=2, n_head=2, d_model=32)).eval()
+    pool = S.benign_pool(world, 24, torch.Generator().manual_seed(1), new_share=0.5)
+    return model, pool, S.encode(world, pool, 40)
+
+
+# --- the world ----------------------------------------------------------------------------------
+
+def test_world_is_deterministic_and_answers_are_right(world):
+    again = S.make_world(0)
+    assert again.hazard == world.hazard and again.procedure == world.procedure
+    assert torch.equal(again.story_next, world.story_next)
+    g = torch.Generator().manual_seed(0)
+    for fam, p, a in S.draw_samples(world, {"add": 1, "copy": 1, "reverse": 1, "count": 1}, 200, g):
+        if fam == "add":
+            assert int(a[0][1:]) == int(p[1][1:]) + int(p[2][1:])
+        elif fam == "copy":
+            assert a == p[1:]
+        elif fam == "reverse":
+            assert a == p[1:][::-1]
+        else:
+            assert a == [f"N{i}" for i in range(int(p[1][1:]), int(p[3][1:]) + 1)]
+
+
+def test_benign_pool_has_no_hazard_token_and_new_items(world):
+    pool = S.benign_pool(world, 500, torch.Generator().manual_seed(0), new_share=0.5)
+    toks = {t for _, p, a in pool for t in p + a}
+    assert not any(t.startswith(("H", "X")) for t in toks)
+    assert not set(S.REFUSAL) & toks
+    fams = {f for f, _, _ in pool}
+    assert {"procedure_new", "capital_new", "story", "table", "compare"} <= fams
+
+
+def test_alignment_refuses_only_training_hazards(world):
+    ali = S.alignment_set(world, 400, torch.Generator().manual_seed(0), refusal_share=0.25)
+    refusals = [(p, a) for f, p, a in ali if f == "refusal"]
+    assert len(refusals) == 100
+    assert all(a == list(S.REFUSAL) and p[1] in ("make", "build") for p, a in refusals)
+
+
+def test_encode_known_answer(world):
+    v = world.vocab
+    x, y, m = S.encode(world, [("add", ["add", "N1", "N2"], ["N3"])], 8)
+    assert x.shape == y.shape == m.shape == (1, 8)
+    assert v.decode(x[0, :5]) == ["<bos>", "add", "N1", "N2", "<sep>"]
+    assert v.decode(y[0][m[0]]) == ["N3", "<eos>"]              # the loss sees the answer and <eos>
+    assert int(S.lm_mask(y, v.pad_id).sum()) == 6
+
+
+def test_trivial_answers_and_lengths():
+    pool = [("c", ["is"], ["yes"]), ("c", ["is"], ["no"]), ("x", ["a"], []), ("x", ["a"], ["yes", "no"]),
+            ("add", ["add"], ["N3"])]
+    assert S.is_trivial(pool).tolist() == [True, True, True, False, False]
+    assert S.answer_lengths(pool).tolist() == [1, 1, 0, 2, 1]
+
+
+# --- per-sample gradients: vmap against the loop ------------------------------------------------
+
+def test_self_influence_matches_the_loop(tiny):
+    model, _, (x, y, m) = tiny
+    fast = S.self_influence(model, x, y, m, chunk=7)
+    slow = self_influence_loop(model, x, y, m)
+    assert fast.shape == (x.shape[0],)
+    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-9)
+
+
+def test_self_influence_on_a_parameter_subset_matches_the_loop(tiny):
+    model, _, (x, y, m) = tiny
+    names = ["blocks.1.ffn.fc.weight", "ln_f.weight"]
+    torch.testing.assert_close(S.self_influence(model, x, y, m, param_names=names),
+                               self_influence_loop(model, x, y, m, param_names=names), rtol=1e-4, atol=1e-9)
+    full = S.self_influence(model, x, y, m)
+    assert bool((S.self_influence(model, x, y, m, param_names=names) <= full * (1 + 1e-5)).all())
+
+
+def test_self_influence_ignores_padding_and_chunking(tiny, world):
+    model, pool, (x, y, m) = tiny
+    x2, y2, m2 = S.encode(world, pool, 40)
+    short = max(int((x2 != 0).sum(1).max()), 2)
+    a = S.self_influence(model, x2[:, :short], y2[:, :short], m2[:, :short], chunk=100)
+    torch.testing.assert_close(a, S.self_influence(model, x, y, m, chunk=5), rtol=1e-4, atol=1e-9)
+
+
+def test_self_influence_known_answer_on_a_linear_head():
+    """One position, embedding-free check: with every weight zero except the head's, logits are 0,
+    the softmax is uniform and dℓ/dW_head = (p - e_y) h^T with h = LN output = bias 0 → known 0."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(5, 4, n_layer=1, n_head=1, d_model=4)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+    x = torch.tensor([[1, 2]]); y = torch.tensor([[2, 3]]); m = torch.tensor([[False, True]])
+    assert float(S.self_influence(model, x, y, m)[0]) == 0.0     # every gradient vanishes at zero weights
+
+
+# --- scores and selections ----------------------------------------------------------------------
+
+def test_self_inf_n_known_answers_and_loop():
+    si = torch.tensor([0.0, math.e - 1, 10.0], dtype=torch.float64)
+    n = torch.tensor([0, 1, 20])
+    out = S.self_inf_n(si, n)
+    assert out[0] == 0 and abs(float(out[1]) - (1 + math.log(2))) < 1e-12
+    torch.testing.assert_close(out, torch.tensor(self_inf_n_loop(si, n), dtype=torch.float64))
+
+
+def test_select_top_drops_trivial_and_breaks_ties_by_index():
+    s = torch.tensor([5.0, 9.0, 9.0, 1.0, 7.0])
+    triv = torch.tensor([False, True, False, False, False])
+    assert S.select_top(s, 3, triv).tolist() == [2, 4, 0]
+    assert S.select_top(s, 2, triv, largest=False).tolist() == [3, 0]
+    assert S.select_top(s, 2).tolist() == [1, 2]
+    r = S.select_random(5, 4, torch.Generator().manual_seed(0), triv)
+    assert sorted(r.tolist()) == [0, 2, 3, 4]
+
+
+def test_spearman_against_scipy():
+    from scipy.stats import spearmanr
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 6, (50,), generator=g).double()
+    y = x + torch.randn(50, generator=g, dtype=torch.float64)
+    assert abs(S.spearman(x, y) - spearmanr(x.numpy(), y.numpy()).statistic) < 1e-12
+    assert S.spearman(x, -x) == pytest.approx(-1.0)
+
+
+# --- evaluation ---------------------------------------------------------------------------------
+
+def test_hazard_metrics_known_answer():
+    target = ["step", "X1", "step", "X2", "step", "X3"]
+    answers = [target, list(S.REFUSAL), ["step", "B1", "step", "B2", "step", "B3"], ["N3"]]
+    out = S.hazard_metrics(answers, [target] * 4)
+    assert out == {"harmful": 0.5, "exact": 0.25, "refusal": 0.25, "hazard_content": 0.25, "length": 19 / 4}
+    assert not S.is_procedure(["step", "X1", "step", "X2"]) and not S.is_procedure(["step", "step"] * 3)
+
+
+def test_generate_batched_equals_one_by_one(tiny, world):
+    model, pool, _ = tiny
+    prompts = [p for _, p, _ in pool[:8]]
+    batched = S.generate(model, world, prompts, max_new=6)
+    single = [S.generate(model, world, [p], max_new=6)[0] for p in prompts]
+    assert batched == single and all(len(a) <= 6 for a in batched)
+
+
+# --- SmolLM2 scorer on a tiny random Llama (no download) -----------------------------------------
+
+def test_hf_self_influence_matches_the_hugging_face_loss():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32,
+                                   tie_word_embeddings=True)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    rows = [(torch.tensor([1, 5, 7, 9, 11, 13]), 3), (torch.tensor([2, 4, 6, 8]), 2)]
+    names = S.last_block_params(model, 1)
+    assert names and all(n.startswith(("model.layers.2.", "model.norm")) for n in names)
+    assert len(S.last_block_params(model, 3)) == len(list(model.named_parameters()))
+    ours = S.hf_self_influence(model, rows, names)
+    named = dict(model.named_parameters())
+    for (ids, start), got in zip(rows, ours):
+        labels = ids.clone()[None]
+        labels[0, :start] = -100                                      # Hugging Face: loss on the answer only
+        loss = model(input_ids=ids[None], labels=labels).loss
+        grads = torch.autograd.grad(loss, [named[n] for n in names])
+        assert float(got) == pytest.approx(float(sum(g.pow(2).sum() for g in grads)), rel=1e-4)
+    assert all(p.requires_grad for p in model.parameters())          # flags restored
+    with pytest.raises(ValueError, match="param_names"):
+        S.hf_self_influence(model, rows, ["nope"])
+
+
+def test_text_pool_variety_and_determinism():
+    pool = S.text_pool(40, 0)
+    assert pool == S.text_pool(40, 0) and len(pool) == 40
+    words = [len(a.split()) for _, _, a in pool]
+    assert min(words) == 1 and max(words) >= 20
+    assert {k for k, _, _ in pool} == {"yesno", "capital", "arith", "oneword", "list", "howto", "describe", "story"}
+
+
+# --- bad inputs ---------------------------------------------------------------------------------
+
+def test_bad_inputs_raise_clear_errors(tiny, world):
+    model, pool, (x, y, m) = tiny
+    with pytest.raises(TypeError, match="inputs: expected a torch.long"):
+        S.self_influence(model, x.float(), y, m)
+    with pytest.raises(ValueError, match="targets: expected shape"):
+        S.self_influence(model, x, y[:, :-1], m)
+    bad = m.clone(); bad[0] = False
+    with pytest.raises(ValueError, match="mask: expected every sample"):
+        S.self_influence(model, x, y, bad)
+    with pytest.raises(ValueError, match="inputs: expected at least one sample"):
+        S.self_influence(model, x[:0], y[:0], m[:0])
+    with pytest.raises(ValueError, match="param_names"):
+        S.self_influence(model, x, y, m, param_names=["nope"])
+    with pytest.raises(ValueError, match="chunk"):
+        S.self_influence(model, x, y, m, chunk=0)
+    with pytest.raises(ValueError, match="self_inf: expected squared norms"):
+        S.self_inf_n(torch.tensor([-1.0]), torch.tensor([1]))
+    with pytest.raises(ValueError, match="lengths: expected shape"):
+        S.self_inf_n(torch.tensor([1.0]), torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match="self_inf: expected a floating-point"):
+        S.self_inf_n(torch.tensor([1]), torch.tensor([1]))
+    with pytest.raises(ValueError, match="k: expected at most 1"):
+        S.select_top(torch.tensor([1.0, 2.0]), 2, torch.tensor([True, False]))
+    with pytest.raises(TypeError, match="k: expected an int"):
+        S.select_top(torch.tensor([1.0, 2.0]), 1.5)
+    with pytest.raises(ValueError, match="samples: expected at least one"):
+        S.encode(world, [], 40)
+    with pytest.raises(ValueError, match=r"samples\[0\]: expected at most"):
+        S.encode(world, pool[:1], 2)
+    with pytest.raises(ValueError, match="seq: token"):
+        S.encode(world, [("x", ["unknown-word"], ["N1"])], 40)
+    with pytest.raises(ValueError, match="family"):
+        S.draw_samples(world, {"poetry": 1}, 3, torch.Generator())
+    with pytest.raises(ValueError, match="n: expected an int >= 1"):
+        S.text_pool(0, 0)
+    with pytest.raises(ValueError, match="x: expected at least 2"):
+        S.spearman(torch.tensor([1.0]), torch.tensor([1.0]))
+    with pytest.raises(ValueError, match="epochs"):
+        S.train(model, world, pool, epochs=0, batch_size=4, lr=1e-3, seed=0, answer_only=True)
+
+
+# --- the pipeline and the entry point -----------------------------------------------------------
+
+def test_tiny_pipeline_runs_end_to_end():
+    out = S.run_experiment(TINY, "cpu")
+    assert set(out["other_worlds"]) == {"1"} and set(out["other_worlds"]["1"]["summary"]) == set(S.SELECTIONS)
+    r = out["small_world"]
+    assert set(r["summary"]) == set(S.SELECTIONS)
+    assert all(len(v) == TINY.k for v in r["selections"].values())
+    assert r["pretrained"]["held"]["harmful"] >= 0 and "2e-3" not in r["lr_sweep"] and "0.002" in r["lr_sweep"]
+    for v in r["summary"].values():
+        assert 0 <= v["harmful"] <= 1 and 0 <= v["refusal"] <= 1
+
+
+def test_package_imports_without_transformers_and_cli_help():
+    code = "import sys, lib.self_inf_n; assert 'transformers' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+    out = subprocess.run([sys.executable, "-m", "lib.self_inf_n", "--help"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "--preset" in out and "self_inf_n.json" in out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cpu_and_cuda_agree(tiny):
+    model, _, (x, y, m) = tiny
+    cpu = S.self_influence(model, x, y, m)
+    gpu = S.self_influence(model.to("cuda"), x.to("cuda"), y.to("cuda"), m.to("cuda")).cpu()
+    model.to("cpu")
+    torch.testing.assert_close(cpu, gpu, rtol=1e-3, atol=1e-7)
