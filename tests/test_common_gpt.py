@@ -151,3 +151,14 @@ def test_math_attention_equals_fused():
     fused = att(x)
     att.impl = "math"
     assert torch.allclose(att(x), fused, atol=1e-6)
+
+
+def test_sample_banned_and_early_stop():
+    m = small()
+    p = torch.zeros(3, 1, dtype=torch.long)
+    out = sample(m, p, 10, generator=torch.Generator().manual_seed(0), banned=(0, 1, 2, 3))
+    assert not torch.isin(out[:, 1:], torch.tensor([0, 1, 2, 3])).any()
+    # greedy decoding whose first token is eos everywhere: stops at once, eos-filled to full length
+    first = int(sample(m, p, 1, temperature=0)[0, 1])
+    out = sample(m, p, 6, temperature=0, eos_id=first)
+    assert out.shape == (3, 7) and (out[:, 1:] == first).all()

@@ -233,12 +233,13 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | No
 @torch.no_grad()
 def sample(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
            top_k: int | None = None, generator: torch.Generator | None = None,
-           eos_id: int | None = None) -> torch.Tensor:
+           eos_id: int | None = None, banned: tuple = ()) -> torch.Tensor:
     """Autoregressive sampling for a batch of prompts (B, T0) → (B, T0 + max_new_tokens).
 
     ``temperature=0`` is greedy decoding. Random draws use ``generator`` (on its own device, so a
-    CPU generator gives the same samples on every device). Rows that have emitted ``eos_id`` keep
-    emitting it."""
+    CPU generator gives the same samples on every device). ``banned`` token ids are never drawn.
+    Rows that have emitted ``eos_id`` keep emitting it; once every row has, decoding stops (no more
+    forward passes or random draws) and the rest is filled with ``eos_id``."""
     check_tensor("prompt", prompt, ndim=2)
     check_int("max_new_tokens", max_new_tokens, 0)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0:
@@ -253,6 +254,8 @@ def sample(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temperat
     for _ in range(max_new_tokens):
         out = model(idx[:, -block:])
         logits = (out[0] if isinstance(out, tuple) else out)[:, -1, :].float()   # (B, V)
+        if banned:
+            logits[:, list(banned)] = float("-inf")
         if temperature == 0:
             nxt = logits.argmax(-1, keepdim=True)                               # (B, 1)
         else:
@@ -267,8 +270,11 @@ def sample(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temperat
             nxt = torch.where(done[:, None], torch.full_like(nxt, eos_id), nxt)
             done = done | (nxt[:, 0] == eos_id)
         idx = torch.cat([idx, nxt], dim=1)
+        if eos_id is not None and bool(done.all()):
+            break
     model.train(was_training)
-    return idx
+    rest = prompt.shape[1] + max_new_tokens - idx.shape[1]
+    return torch.cat([idx, idx.new_full((idx.shape[0], rest), eos_id)], dim=1) if rest else idx
 
 
 def fit_lm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,

@@ -12,7 +12,7 @@ import random
 import torch
 
 from lib.common import check_int, check_probability
-from lib.common.gpt import GPT, GPTConfig, Vocab, fit_lm
+from lib.common.gpt import GPT, GPTConfig, Vocab, fit_lm, sample
 
 from .language import Statement, initial_state, parse_steps, run_step, tokenize
 from .tactics import BUILTINS
@@ -112,19 +112,9 @@ def sample_proofs(model, vocab: Vocab, stmt: Statement, n: int, temperature: flo
         raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
     dev = next(model.parameters()).device
     prompt = torch.tensor(vocab.encode(encode_pair(stmt, None)), dtype=torch.long)
-    idx = prompt.repeat(n, 1).to(dev)                                           # (n, T0)
-    done = torch.zeros(n, dtype=torch.bool)
-    eos, block = vocab.eos_id, model.cfg.block_size
-    for _ in range(min(max_new, block - prompt.numel())):
-        logits = model(idx)[:, -1, :].float().cpu() / temperature               # (n, V)
-        logits[:, vocab.pad_id] = float("-inf")
-        logits[:, vocab.bos_id] = float("-inf")
-        nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]  # (n,)
-        nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
-        done |= nxt == eos
-        idx = torch.cat([idx, nxt[:, None].to(dev)], dim=1)
-        if bool(done.all()):
-            break
+    idx = sample(model, prompt.repeat(n, 1).to(dev), min(max_new, model.cfg.block_size - prompt.numel()),
+                 temperature=float(temperature), generator=generator, eos_id=vocab.eos_id,
+                 banned=(vocab.pad_id, vocab.bos_id))                           # (n, T0 + new)
     out = []
     for row in idx[:, prompt.numel():].cpu():
         out.append(decode_proof(vocab.decode(row)))

@@ -12,7 +12,7 @@ import pathlib
 
 import torch
 
-from lib.common import check_int
+from lib.common import check_int, progress
 from lib.common.gpt import lm_loss
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -38,17 +38,18 @@ def load_smollm2(device="cpu"):
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
     d = str(smollm_dir())
-    old = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"                   # the GGUF de-quantiser draws a progress bar
+    # The GGUF de-quantiser draws its own tqdm.auto bar, which in a notebook is a widget that ignores
+    # TQDM_DISABLE; route it through lib.common.progress (a bar for a person, silent under nbval).
+    bar = gguf_utils.tqdm
+    gguf_utils.tqdm = lambda iterable, desc=None, **_: progress(iterable, desc=desc)
     try:
         tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_FILE)
         model = AutoModelForCausalLM.from_pretrained(d, gguf_file=GGUF_FILE, dtype=torch.float32)
     finally:
-        if old is None:
-            os.environ.pop("TQDM_DISABLE")
-        else:
-            os.environ["TQDM_DISABLE"] = old
+        gguf_utils.tqdm = bar
     return model.to(device).eval(), tok
 
 
