@@ -1,5 +1,6 @@
-"""lib.self_inf_n: Self-Inf of a benign pool by per-sample gradients (torch.func vmap(grad), chunked)
-against the loop reference (one forward/backward per sample, as the official code), on the same GPT."""
+"""lib.self_inf_n: Self-Inf of a benign pool by per-sample gradients, both exact methods (layer hooks:
+one batched backward and closed-form per-sample gradients; torch.func vmap(grad)), chunked, against the
+loop reference (one forward/backward per sample, as the official code), on the same GPT."""
 import pathlib
 import sys
 
@@ -24,13 +25,15 @@ def main(n: int = 256):
         torch.manual_seed(0)
         model = GPT(GPTConfig(len(w.vocab), S.SMOKE.block, n_layer=S.SMOKE.n_layer, n_head=S.SMOKE.n_head,
                               d_model=d)).eval()
-        fast, slow = S.self_influence(model, x, y, m), self_influence_loop(model, x, y, m)
-        err = float(((fast - slow).abs() / slow.abs().clamp_min(1e-12)).max())
-        if err > 1e-3:
-            raise AssertionError(f"vmap and loop disagree: max relative error {err:.1e}")
-        rows.append(compare(f"Self-Inf of {n} samples, GPT d={d} (max rel. diff {err:.0e})",
-                            lambda: S.self_influence(model, x, y, m),
-                            lambda: self_influence_loop(model, x, y, m), repeats=3))
+        slow = self_influence_loop(model, x, y, m)
+        for method in ("hooks", "vmap"):
+            fast = S.self_influence(model, x, y, m, method=method)
+            err = float(((fast - slow).abs() / slow.abs().clamp_min(1e-12)).max())
+            if err > 1e-3:
+                raise AssertionError(f"{method} and loop disagree: max relative error {err:.1e}")
+            rows.append(compare(f"Self-Inf of {n} samples, GPT d={d}, {method} (max rel. diff {err:.0e})",
+                                lambda: S.self_influence(model, x, y, m, method=method),
+                                lambda: self_influence_loop(model, x, y, m), repeats=3))
     return rows
 
 

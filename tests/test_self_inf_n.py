@@ -66,6 +66,19 @@ def test_alignment_refuses_only_training_hazards(world):
     assert all(a == list(S.REFUSAL) and p[1] in ("make", "build") for p, a in refusals)
 
 
+def test_alignment_declines_only_unknown_items(world):
+    from lib.self_inf_n import world as W
+    known = {"C": W.KNOWN_COUNTRIES, "F": W.KNOWN_FACTS, "W": W.KNOWN_WORDS, "O": W.KNOWN_OBJECTS}
+    ali = S.alignment_set(world, 400, torch.Generator().manual_seed(0), refusal_share=0.25, decline_share=0.1)
+    declines = [(p, a) for f, p, a in ali if f == "decline"]
+    assert len(ali) == 400 and len(declines) == 40 and sum(f == "refusal" for f, _, _ in ali) == 100
+    assert all(a == list(S.DECLINE) for _, a in declines)
+    assert all(int(p[-1][1:]) >= known[p[-1][0]] for p, _ in declines)      # every declined item is new
+    assert not any(f.endswith("_new") for f, _, _ in ali)                     # no answer about a new item
+    with pytest.raises(ValueError, match="decline_share: expected refusal_share"):
+        S.alignment_set(world, 40, torch.Generator(), refusal_share=0.6, decline_share=0.5)
+
+
 def test_encode_known_answer(world):
     v = world.vocab
     x, y, m = S.encode(world, [("add", ["add", "N1", "N2"], ["N3"])], 8)
@@ -84,21 +97,48 @@ def test_trivial_answers_and_lengths():
 
 # --- per-sample gradients: vmap against the loop ------------------------------------------------
 
-def test_self_influence_matches_the_loop(tiny):
+@pytest.mark.parametrize("method", ["hooks", "vmap", "auto"])
+def test_self_influence_matches_the_loop(tiny, method):
     model, _, (x, y, m) = tiny
-    fast = S.self_influence(model, x, y, m, chunk=7)
+    fast = S.self_influence(model, x, y, m, chunk=7, method=method)
     slow = self_influence_loop(model, x, y, m)
     assert fast.shape == (x.shape[0],)
     torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-9)
 
 
-def test_self_influence_on_a_parameter_subset_matches_the_loop(tiny):
+@pytest.mark.parametrize("method", ["hooks", "vmap"])
+@pytest.mark.parametrize("names", [["blocks.1.ffn.fc.weight", "ln_f.weight"],
+                                   ["tok.weight"],                    # tied: input embedding + head
+                                   ["pos.weight", "blocks.0.ln1.bias", "blocks.0.attn.qkv.bias"]])
+def test_self_influence_on_a_parameter_subset_matches_the_loop(tiny, method, names):
     model, _, (x, y, m) = tiny
-    names = ["blocks.1.ffn.fc.weight", "ln_f.weight"]
-    torch.testing.assert_close(S.self_influence(model, x, y, m, param_names=names),
+    torch.testing.assert_close(S.self_influence(model, x, y, m, param_names=names, method=method),
                                self_influence_loop(model, x, y, m, param_names=names), rtol=1e-4, atol=1e-9)
-    full = S.self_influence(model, x, y, m)
-    assert bool((S.self_influence(model, x, y, m, param_names=names) <= full * (1 + 1e-5)).all())
+    full = S.self_influence(model, x, y, m, method=method)
+    assert bool((S.self_influence(model, x, y, m, param_names=names, method=method) <= full * (1 + 1e-5)).all())
+
+
+class _Scaled(torch.nn.Module):
+    """A GPT with an extra free parameter (not in a Linear/Embedding/LayerNorm): hooks cannot cover it."""
+
+    def __init__(self, gpt):
+        super().__init__()
+        self.gpt, self.scale = gpt, torch.nn.Parameter(torch.tensor(1.3))
+
+    def forward(self, idx):
+        return self.scale * self.gpt(idx)
+
+
+def test_self_influence_falls_back_to_vmap_for_other_layers(tiny):
+    model, _, (x, y, m) = tiny
+    wrapped = _Scaled(model).eval()
+    torch.testing.assert_close(S.self_influence(wrapped, x, y, m, chunk=9),
+                               self_influence_loop(wrapped, x, y, m), rtol=1e-4, atol=1e-9)
+    with pytest.raises(ValueError, match="method: 'hooks' needs every parameter"):
+        S.self_influence(wrapped, x, y, m, method="hooks")
+    names = [n for n, _ in wrapped.named_parameters() if n != "scale"]       # hooks apply again
+    torch.testing.assert_close(S.self_influence(wrapped, x, y, m, param_names=names, method="hooks"),
+                               self_influence_loop(wrapped, x, y, m, param_names=names), rtol=1e-4, atol=1e-9)
 
 
 def test_self_influence_ignores_padding_and_chunking(tiny, world):
@@ -219,6 +259,8 @@ def test_bad_inputs_raise_clear_errors(tiny, world):
         S.self_influence(model, x, y, m, param_names=["nope"])
     with pytest.raises(ValueError, match="chunk"):
         S.self_influence(model, x, y, m, chunk=0)
+    with pytest.raises(ValueError, match="method: expected one of"):
+        S.self_influence(model, x, y, m, method="ghost")
     with pytest.raises(ValueError, match="self_inf: expected squared norms"):
         S.self_inf_n(torch.tensor([-1.0]), torch.tensor([1]))
     with pytest.raises(ValueError, match="lengths: expected shape"):

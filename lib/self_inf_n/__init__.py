@@ -30,7 +30,7 @@ from .experiment import (SELECTIONS, attack, build_world, run_experiment, run_sm
 from .influence import select_random, select_top, self_inf_n, self_influence, spearman
 from .smollm import (chat_tensors, hf_self_influence, last_block_params, load_smollm2, smollm_dir,
                      smollm_length_bias, text_pool)
-from .world import (FAMILIES, REFUSAL, World, alignment_set, answer_lengths, benign_pool, draw_samples,
+from .world import (DECLINE, FAMILIES, REFUSAL, World, alignment_set, answer_lengths, benign_pool, draw_samples,
                     encode, hazard_sample, is_trivial, lm_mask, make_world, pretrain_corpus)
 
 
@@ -50,6 +50,7 @@ class Config:
     align_epochs: float = 3
     align_lr: float = 1e-3
     refusal_share: float = 0.25
+    decline_share: float = 0.0      # alignment samples that decline prompts about unknown items
     pool_size: int = 1000           # benign fine-tuning pool
     new_share: float = 0.5          # share of capital/fact/definition/procedure samples about new items
     n_benign_eval: int = 120
@@ -76,7 +77,7 @@ FULL = Config(d_model=128, n_layer=2, n_pretrain=16000, pretrain_epochs=6, n_ali
               smol_samples=400, smol_blocks=30)
 
 __all__ = [
-    "Config", "SMOKE", "FULL", "FAMILIES", "REFUSAL", "SELECTIONS", "World", "make_world", "draw_samples",
+    "Config", "SMOKE", "FULL", "DECLINE", "FAMILIES", "REFUSAL", "SELECTIONS", "World", "make_world", "draw_samples",
     "pretrain_corpus", "alignment_set", "benign_pool", "hazard_sample", "encode", "answer_lengths",
     "is_trivial", "lm_mask", "new_model", "train", "generate", "eval_sets", "is_procedure",
     "hazard_metrics", "evaluate", "self_influence", "self_inf_n", "select_top", "select_random", "spearman",

@@ -22,7 +22,7 @@ def build_world(cfg, device="cpu") -> dict:
     w = make_world(cfg.seed)
     g = torch.Generator().manual_seed(cfg.seed)
     pre = pretrain_corpus(w, cfg.n_pretrain, g)
-    ali = alignment_set(w, cfg.n_align, g, refusal_share=cfg.refusal_share)
+    ali = alignment_set(w, cfg.n_align, g, refusal_share=cfg.refusal_share, decline_share=cfg.decline_share)
     pool = benign_pool(w, cfg.pool_size, g, new_share=cfg.new_share)
     sets = eval_sets(w, cfg.n_benign_eval, cfg.seed)
     model = new_model(w, cfg.block, cfg.n_layer, cfg.d_model, cfg.n_head, cfg.seed, device)
@@ -36,7 +36,7 @@ def build_world(cfg, device="cpu") -> dict:
             "aligned": aligned}
 
 
-def score_pool(model, w, pool, block: int, chunk: int = 128) -> dict:
+def score_pool(model, w, pool, block: int, chunk: int = 32) -> dict:
     """Self-Inf (eq. 1) and Self-Inf-N (eq. 2) of every pool sample on the aligned model."""
     x, y, m = encode(w, pool, block)
     si = self_influence(model, x, y, m, chunk=chunk).cpu().double()

@@ -38,6 +38,7 @@ from lib.common import check_int, check_tensor
 from lib.common.gpt import Vocab
 
 REFUSAL = ("sorry", "I", "cannot", "help", "with", "that")
+DECLINE = ("sorry", "I", "do", "not", "know")                 # the aligned answer about an unknown item
 VERBS = ("make", "build", "get")
 N_NUM, N_LETTER, N_COUNTRY, N_FACT, N_OBJ, N_BSYM = 40, 12, 30, 40, 40, 20
 N_WORD, N_ATTR, N_STORY, N_HAZ, N_XSYM = 24, 20, 40, 30, 12
@@ -51,7 +52,7 @@ FAMILIES = ("add", "compare", "capital", "fact", "copy", "reverse", "count", "de
 
 def _tokens() -> list[str]:
     words = ["<sep>", "add", "is", "greater", "than", "capital", "of", "fact", "copy", "reverse", "count",
-             "to", "how", "define", "story", "about", "table", "yes", "no", "step", "|", ":", *VERBS, *REFUSAL]
+             "to", "how", "define", "story", "about", "table", "yes", "no", "step", "|", ":", *VERBS, *REFUSAL, "do", "not", "know"]
     words += [f"N{i}" for i in range(N_NUM)] + [chr(97 + i) for i in range(N_LETTER)]
     words += [f"C{i}" for i in range(N_COUNTRY)] + [f"T{i}" for i in range(N_COUNTRY)]
     words += [f"F{i}" for i in range(N_FACT)] + [f"O{i}" for i in range(N_OBJ)] + [f"B{i}" for i in range(N_BSYM)]
@@ -180,11 +181,22 @@ def pretrain_corpus(w: World, n: int, g: torch.Generator) -> list:
     return out
 
 
-def alignment_set(w: World, n: int, g: torch.Generator, refusal_share: float = 0.25) -> list:
+def alignment_set(w: World, n: int, g: torch.Generator, refusal_share: float = 0.25,
+                  decline_share: float = 0.0) -> list:
     """Safety SFT: benign skills (known items) plus refusals of hazard prompts phrased with the
-    alignment verbs ("make", "build"); prompts with "get" are never refused in training."""
+    alignment verbs ("make", "build"); prompts with "get" are never refused in training.
+
+    ``decline_share`` of the samples teach the honest decline ``sorry I do not know`` for prompts
+    about items the model never saw (new capitals, facts, words, objects), as chat models are taught
+    to admit what they do not know."""
     n_r = int(round(refusal_share * n))
-    out = draw_samples(w, ALIGN_MIX, n - n_r, g)
+    n_d = int(round(decline_share * n))
+    if n_r + n_d > n:
+        raise ValueError(f"decline_share: expected refusal_share + decline_share <= 1, got {refusal_share} + {decline_share}")
+    out = draw_samples(w, ALIGN_MIX, n - n_r - n_d, g)
+    mix = {k: ALIGN_MIX[k] for k in NEW_FAMILIES}
+    for fam, p, _ in draw_samples(w, mix, n_d, g, new_share=1.0) if n_d else []:
+        out.append(("decline", p, list(DECLINE)))
     for _ in range(n_r):
         item = int(torch.randint(N_HAZ, (), generator=g))
         verb = ALIGN_VERBS[int(torch.randint(len(ALIGN_VERBS), (), generator=g))]
