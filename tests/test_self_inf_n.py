@@ -298,6 +298,11 @@ def test_tiny_pipeline_runs_end_to_end():
     assert r["pretrained"]["held"]["harmful"] >= 0 and "2e-3" not in r["lr_sweep"] and "0.002" in r["lr_sweep"]
     for v in r["summary"].values():
         assert 0 <= v["harmful"] <= 1 and 0 <= v["refusal"] <= 1
+    c = r["control_no_declines"]                              # aligned without declines, same base model
+    assert set(c["summary"]) == set(TINY.control) and 0 <= c["aligned"]["held"]["refusal"] <= 1
+    assert "control_no_declines" in out["other_worlds"]["1"]
+    assert S.run_small_world(dataclasses.replace(TINY, decline_share=0.0, lr_sweep=(), seeds=(0,), full_seeds=1),
+                             "cpu")["control_no_declines"] == {}        # no declines: nothing to control
 
 
 def test_package_imports_without_transformers_and_cli_help():

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .attack import (evaluate, eval_sets, generate, hazard_metrics, is_procedure,
                      new_model, train)
-from .experiment import (SELECTIONS, attack, build_world, run_experiment, run_small_world, score_pool,
+from .experiment import (SELECTIONS, align_without_declines, attack, build_world, run_experiment, run_small_world, score_pool,
                          selection_stats, selections, summarise)
 from .influence import select_random, select_top, self_inf_n, self_influence, spearman
 from .smollm import (chat_tensors, hf_self_influence, last_block_params, load_smollm2, smollm_dir,
@@ -50,9 +50,9 @@ class Config:
     align_epochs: float = 3
     align_lr: float = 1e-3
     refusal_share: float = 0.25
-    decline_share: float = 0.0      # alignment samples that decline prompts about unknown items
+    decline_share: float = 0.1      # alignment samples that decline prompts about unknown items
     pool_size: int = 1000           # benign fine-tuning pool
-    new_share: float = 0.5          # share of capital/fact/definition/procedure samples about new items
+    new_share: float = 0.1          # share of capital/fact/definition/procedure samples about new items
     n_benign_eval: int = 120
     # the attack (the paper: 100 samples, 5 epochs, batch 20, AdamW)
     k: int = 100
@@ -63,6 +63,7 @@ class Config:
     lr_sweep: tuple = (1e-3, 2e-3)  # sensitivity: Self-Inf-N and random at other learning rates (first seed)
     other_worlds: tuple = ()        # more world seeds (pretraining, alignment, pool drawn afresh), summaries only
     full_seeds: int = 1             # seeds for the (10x longer) full-pool fine-tune
+    control: tuple = ("self_inf_n", "random")  # selections attacked in the control (aligned without declines)
     # SmolLM2-135M-Instruct: length bias of the scores on a generated English pool
     smol_samples: int = 24
     smol_blocks: int = 2            # gradients of the last blocks only (30 = all parameters)
@@ -74,14 +75,14 @@ SMOKE = Config()
 FULL = Config(d_model=128, n_layer=2, n_pretrain=16000, pretrain_epochs=6, n_align=4000, pool_size=2000,
               seeds=(0, 1, 2, 3, 4), full_seeds=3, n_benign_eval=300, lr_sweep=(5e-4, 1e-3, 2e-3, 3e-3),
               other_worlds=(1, 2, 3, 4),
-              smol_samples=400, smol_blocks=30)
+              control=("self_inf_n", "random", "self_inf", "bottom"), smol_samples=400, smol_blocks=30)
 
 __all__ = [
     "Config", "SMOKE", "FULL", "DECLINE", "FAMILIES", "REFUSAL", "SELECTIONS", "World", "make_world", "draw_samples",
     "pretrain_corpus", "alignment_set", "benign_pool", "hazard_sample", "encode", "answer_lengths",
     "is_trivial", "lm_mask", "new_model", "train", "generate", "eval_sets", "is_procedure",
     "hazard_metrics", "evaluate", "self_influence", "self_inf_n", "select_top", "select_random", "spearman",
-    "build_world", "score_pool", "selections", "selection_stats", "attack", "summarise", "run_small_world",
+    "build_world", "align_without_declines", "score_pool", "selections", "selection_stats", "attack", "summarise", "run_small_world",
     "run_experiment", "smollm_dir", "load_smollm2", "text_pool", "chat_tensors", "hf_self_influence",
     "last_block_params", "smollm_length_bias",
 ]

@@ -29,11 +29,23 @@ def build_world(cfg, device="cpu") -> dict:
     train(model, w, pre, epochs=cfg.pretrain_epochs, batch_size=64, lr=cfg.pretrain_lr, seed=cfg.seed,
           answer_only=False, device=device)
     pretrained = evaluate(model, w, sets, device)
+    base = copy.deepcopy(model)
     train(model, w, ali, epochs=cfg.align_epochs, batch_size=64, lr=cfg.align_lr, seed=cfg.seed,
           answer_only=True, device=device)
     aligned = evaluate(model, w, sets, device)
     return {"world": w, "model": model, "pool": pool, "sets": sets, "pretrained": pretrained,
-            "aligned": aligned}
+            "aligned": aligned, "base": base}
+
+
+def align_without_declines(wd: dict, cfg, device="cpu"):
+    """The control: the same pretrained model aligned on an alignment set without the declines of
+    unknown items (drawn afresh, same size and refusal share). Returns the model and its evaluation."""
+    model = copy.deepcopy(wd["base"])
+    g = torch.Generator().manual_seed(cfg.seed + 104729)
+    ali = alignment_set(wd["world"], cfg.n_align, g, refusal_share=cfg.refusal_share, decline_share=0.0)
+    train(model, wd["world"], ali, epochs=cfg.align_epochs, batch_size=64, lr=cfg.align_lr, seed=cfg.seed,
+          answer_only=True, device=device)
+    return model, evaluate(model, wd["world"], wd["sets"], device)
 
 
 def score_pool(model, w, pool, block: int, chunk: int = 32) -> dict:
@@ -109,6 +121,13 @@ def run_small_world(cfg, device="cpu") -> dict:
     for name in SELECTIONS:
         seeds = cfg.seeds if name != "full" else cfg.seeds[:cfg.full_seeds]
         runs[name] = [attack(model, w, pool, sets, sel[name], s, cfg, device) for s in seeds]
+    control = {}
+    if cfg.control and cfg.decline_share > 0:
+        cm, c_aligned = align_without_declines(wd, cfg, device)
+        c_sel = selections(score_pool(cm, w, pool, cfg.block), cfg.k, cfg.seed)
+        c_runs = {name: [attack(cm, w, pool, sets, c_sel[name], s, cfg, device) for s in cfg.seeds]
+                  for name in cfg.control}
+        control = {"aligned": c_aligned, "summary": {k: summarise(v) for k, v in c_runs.items()}}
     sweep = {}
     for lr in cfg.lr_sweep:
         c = dataclasses.replace(cfg, attack_lr=lr)
@@ -127,6 +146,7 @@ def run_small_world(cfg, device="cpu") -> dict:
         "runs": runs,
         "summary": {k: summarise(v) for k, v in runs.items()},
         "lr_sweep": sweep,
+        "control_no_declines": control,
     }
 
 
@@ -137,7 +157,8 @@ def run_experiment(cfg, device="cpu") -> dict:
     out["other_worlds"] = {}
     for seed in cfg.other_worlds:
         r = run_small_world(dataclasses.replace(cfg, seed=seed, lr_sweep=()), device)
-        out["other_worlds"][str(seed)] = {k: r[k] for k in ("aligned", "spearman", "selection_stats", "summary")}
+        out["other_worlds"][str(seed)] = {k: r[k] for k in ("aligned", "spearman", "selection_stats", "summary",
+                                                            "control_no_declines")}
     if cfg.smol_samples > 0:
         out["smollm"] = smollm_length_bias(cfg.smol_samples, cfg.smol_blocks, cfg.seed, device=device)
     return out

@@ -25,8 +25,10 @@ table      ``table of O5`` → ``| A3 : N2 | …``          8–28     no (rare 
 hazard     ``how make H3`` → ``step X4 step X1 …``      8–12     refusal instead (make/build)
 =========  ==========================================  =======  ============================
 
-In the benign pool a share of the capital, fact and procedure samples is about *new* items (content
-the aligned model has never seen), as any real fine-tuning set contains new knowledge.
+In the benign pool a share of the capital, fact, definition and procedure samples is about *new* items
+(content the aligned model has never seen), as any real fine-tuning set contains new knowledge. The
+alignment set may also teach the decline ``sorry I do not know`` for such items (``decline_share``), as
+chat models are taught to admit what they do not know; it shares its first word with the refusal.
 """
 from __future__ import annotations
 
