@@ -17,9 +17,10 @@ Key equations (ℓ = mean cross-entropy over the answer tokens a of a sample z, 
 then drop trivial answers ("yes", "no", empty) and fine-tune on the top-k by (2).
 
 Modules: :mod:`.world` (a generated instruction language with a hazard topic), :mod:`.attack`
-(pretraining, alignment, the attack fine-tune, safety evaluation), :mod:`.influence` (per-sample
-gradients with ``torch.func``, the scores, the selections), :mod:`.reference` (naive loops for the
-tests), :mod:`.smollm` (SmolLM2-135M-Instruct from a wheel, its self-influence), :mod:`.experiment`.
+(pretraining, alignment, the attack fine-tune, safety evaluation), :mod:`.influence` (exact
+per-sample gradient norms from layer hooks or ``torch.func``, the scores, the selections),
+:mod:`.reference` (naive loops for the tests), :mod:`.smollm` (SmolLM2-135M-Instruct from a wheel,
+its self-influence), :mod:`.experiment`.
 """
 from dataclasses import dataclass
 
