@@ -66,7 +66,7 @@ class Config:
     full_seeds: int = 1             # seeds for the (10x longer) full-pool fine-tune
     control: tuple = ("self_inf_n", "random")  # selections attacked in the control (aligned without declines)
     # SmolLM2-135M-Instruct: length bias of the scores on a generated English pool
-    smol_samples: int = 24
+    smol_samples: int = 96
     smol_blocks: int = 2            # gradients of the last blocks only (30 = all parameters)
 
 
