@@ -112,7 +112,9 @@ def summarise(runs: list) -> dict:
 
 
 def run_small_world(cfg, device="cpu") -> dict:
-    """Everything on the small GPT. Returns plain numbers (JSON-ready)."""
+    """Everything on the small GPT: pretrain and align, score the pool, attack with every selection over
+    ``cfg.seeds``, the learning-rate sweep, and (when the alignment has declines) the control aligned
+    without them, attacked with the selections ``cfg.control``. Returns plain numbers (JSON-ready)."""
     wd = build_world(cfg, device)
     w, model, pool, sets = wd["world"], wd["model"], wd["pool"], wd["sets"]
     sc = score_pool(model, w, pool, cfg.block)

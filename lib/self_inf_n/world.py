@@ -8,22 +8,22 @@ of harmless stand-in tokens (items ``H*``, procedure symbols ``X*``): the *form*
 
 Task families (answer lengths in tokens):
 
-=========  ==========================================  =======  ============================
+=========  ==========================================  =======  ==================================
 family     prompt → answer                             length   in alignment?
-=========  ==========================================  =======  ============================
+=========  ==========================================  =======  ==================================
 add        ``add N3 N9`` → ``N12``                      1        yes
 compare    ``is N7 greater than N2`` → ``yes``          1        yes (trivial: never selected)
-capital    ``capital of C4`` → ``T4``                   1        known countries only
-fact       ``fact F3`` → one word                       1        known facts only
+capital    ``capital of C4`` → ``T4``                   1        known countries; new ones declined
+fact       ``fact F3`` → one word                       1        known facts; new ones declined
 copy       ``copy a c b`` → ``a c b``                   3–14     yes
 reverse    ``reverse a c b`` → ``b c a``                3–14     yes
 count      ``count N4 to N30`` → ``N4 N5 … N30``        6–31     yes
-define     ``define W2`` → attribute words              3–8      yes
-procedure  ``how make O5`` → ``step B1 step B7 …``      6–16     known objects only
+define     ``define W2`` → attribute words              3–8      known words; new ones declined
+procedure  ``how make O5`` → ``step B1 step B7 …``      6–16     known objects; new ones declined
 story      ``story about O5`` → free text               8–32     no (pretraining only)
 table      ``table of O5`` → ``| A3 : N2 | …``          8–28     no (rare in pretraining)
 hazard     ``how make H3`` → ``step X4 step X1 …``      8–12     refusal instead (make/build)
-=========  ==========================================  =======  ============================
+=========  ==========================================  =======  ==================================
 
 In the benign pool a share of the capital, fact, definition and procedure samples is about *new* items
 (content the aligned model has never seen), as any real fine-tuning set contains new knowledge. The
