@@ -20,7 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from harness import compare, table  # noqa: E402
 
 import lib.consistency_gc as cg  # noqa: E402
-from lib.common import maybe_compile  # noqa: E402
+from lib.consistency_gc.compile import maybe_compile  # noqa: E402
 
 TOY = cg.TrainConfig(hidden=64)
 MNIST = cg.SMOKE.image

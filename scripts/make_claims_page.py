@@ -41,7 +41,8 @@ def page() -> str:
             rows.append(f"| [{slug}]({slug}.ipynb) | **{_esc(cid)}**: {_esc(c['statement'])} | "
                         f"{_esc(c['paper'])} ({_esc(c['where'])}) | {_esc(crit)} | "
                         f"{_val(c['notebook']['method'], c['fmt'])} | {held_txt}{' (stale)' if stale else ''} | "
-                        f"{'modelled' if c['modelled'] else 'measured'} | **{c['verdict']}** |")
+                        f"{'—' if c['criterion'] is None else 'modelled' if c['modelled'] else 'measured'} | "
+                        f"**{c['verdict']}** |")
     lines = [
         "# Claims ledger",
         "",
@@ -63,9 +64,12 @@ def page() -> str:
         "",
         "## Not yet on the ledger",
         "",
-        "These chapters exist or are planned but their claims have not yet been moved onto the shared rules:",
+        "Chapters whose claims are not yet judged by the shared rules, and papers without a chapter yet:",
         "",
-        *[f"- {p['title']} (`{p['slug']}`)" for p in missing],
+        *[f"- {p['title']} (`{p['slug']}`): "
+          + ("[chapter](" + p['slug'] + ".ipynb), claims not yet on the ledger"
+             if (ROOT / "book" / f"{p['slug']}.ipynb").exists() else "no chapter yet")
+          for p in missing],
         "",
     ]
     return "\n".join(lines)

@@ -19,7 +19,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 from lib.common import device as pick_device, provenance, seed_everything, set_threads  # noqa: E402
 from lib.common import claims as C  # noqa: E402
-from lib.common.cache import _jsonable  # noqa: E402
+import dataclasses  # noqa: E402
 
 
 def chapters_with_claims():
@@ -46,13 +46,13 @@ def run(slug: str, dev) -> pathlib.Path:
                      "fmt": c.fmt, "expect": c.expect, "notebook": a.to_dict(), "heldout": b.to_dict(),
                      "verdict": C.worse(a.verdict, b.verdict)}
     payload = {"slug": slug, "lib_hash": C.lib_hash(slug), "preset": "SMOKE",
-               "config": _jsonable(mod.SMOKE), "notebook_seeds": list(mod.NOTEBOOK_SEEDS),
+               "config": dataclasses.asdict(mod.SMOKE), "notebook_seeds": list(mod.NOTEBOOK_SEEDS),
                "heldout_seeds": list(C.HELDOUT_SEEDS), "claims": out,
                "provenance": provenance(dev, wall)}
     path = C.claims_path(slug)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")
     os.replace(tmp, path)
     return path
 

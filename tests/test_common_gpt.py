@@ -42,12 +42,13 @@ def test_attention_matches_naive():
     assert torch.allclose(att(x), ref, atol=1e-6)
 
 
-def test_block_custom_ffn():
-    blk = Block(8, 2, ffn=torch.nn.Identity())
+def test_block_is_two_pre_ln_residuals():
+    torch.manual_seed(3)
+    blk = Block(8, 2, mlp_mult=3)
+    assert isinstance(blk.ffn, MLP) and blk.ffn.fc.out_features == 24
     x = torch.randn(1, 3, 8)
     h = x + blk.attn(blk.ln1(x))
-    assert torch.allclose(blk(x), h + blk.ln2(h), atol=1e-6)
-    assert isinstance(Block(8, 2).ffn, MLP)
+    assert torch.allclose(blk(x), h + blk.ffn(blk.ln2(h)), atol=1e-6)
 
 
 def test_lm_loss_reductions():

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import lib.consistency_gc as cg
-from lib.common import karras_sigmas
+from lib.consistency_gc.diffusion import karras_sigmas
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -161,6 +161,31 @@ def test_config_presets_share_keys():
 def test_bad_inputs(call, exc, words):
     with pytest.raises(exc, match=words):
         call()
+
+
+# ---------------------------------------------------------------- maybe_compile (the benchmark's)
+def _pointwise(x):
+    return torch.tanh(x) * torch.sigmoid(2 * x) + x.clamp(min=0) ** 2
+
+
+def test_maybe_compile_matches_eager(monkeypatch):
+    monkeypatch.delenv("LIB_NO_COMPILE", raising=False)
+    x = torch.randn(64, 32, generator=_g(0))
+    compiled = cg.maybe_compile(_pointwise)
+    assert compiled is not _pointwise
+    torch.testing.assert_close(compiled(x), _pointwise(x), rtol=1e-5, atol=1e-6)
+
+
+def test_maybe_compile_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("LIB_NO_COMPILE", "1")
+    assert cg.maybe_compile(_pointwise) is _pointwise
+    with pytest.raises(TypeError, match="fn"):
+        cg.maybe_compile(3)
+
+
+def test_config_lives_in_the_package_and_old_path_still_imports():
+    from lib.consistency_gc.experiment import Config
+    assert Config is cg.Config and Config.__module__ == "lib.consistency_gc"
 
 
 # ---------------------------------------------------------------- CPU / CUDA parity

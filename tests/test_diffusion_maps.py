@@ -203,6 +203,13 @@ def test_run_experiment_tiny_has_the_same_keys():
     assert all(0 <= s["observed"] <= 6 for s in res["radius_sweep"])
 
 
+def test_presets_live_in_the_package_and_old_path_still_imports():
+    import lib.diffusion_maps as dm
+    from lib.diffusion_maps.experiment import FULL, SMOKE as smoke, Config
+    assert Config is dm.Config and smoke is dm.SMOKE and FULL is dm.FULL
+    assert Config.__module__ == "lib.diffusion_maps"
+
+
 # ---------------------------------------------------------------- bad inputs
 @pytest.mark.parametrize("call, exc, words", [
     (lambda: knn(torch.zeros(5, 2), 6), ValueError, ["k", "5", "6"]),

@@ -238,6 +238,19 @@ def test_bad_inputs(head):
 
 
 # --- data, presets, the pipeline ----------------------------------------------------------------
+def test_load_fashion_mnist():
+    try:
+        x, y = O.load_fashion_mnist("test")
+    except FileNotFoundError as e:
+        pytest.fail(f"Fashion-MNIST must be fetched by the set-up (scripts/fetch_data.sh): {e}")
+    assert x.shape == (10000, 784) and x.dtype == torch.float32
+    assert y.shape == (10000,) and y.dtype == torch.int64
+    assert 0 <= float(x.min()) and float(x.max()) <= 1 and set(y.unique().tolist()) == set(range(10))
+    assert 0.2 < float(x.mean()) < 0.4  # Fashion-MNIST's mean pixel is about 0.29
+    with pytest.raises(ValueError, match="split"):
+        O.load_fashion_mnist("valid")
+
+
 def test_ood_sets_and_missing_fashion():
     g = torch.Generator().manual_seed(0)
     mnist = torch.rand(50, 784, generator=g)

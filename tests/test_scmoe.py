@@ -292,7 +292,8 @@ def test_cli_writes_results(tmp_path):
     script.write_text(code)
     subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, check=True, capture_output=True,
                    timeout=240)
-    res = json.loads((tmp_path / "scmoe.json").read_text())
+    assert not (tmp_path / "scmoe.json").exists()          # a SMOKE run never replaces FULL
+    res = json.loads((tmp_path / "scmoe.smoke.json").read_text())
     assert set(res["results"]) == {"quality", "speed"}
     assert set(res["results"]["quality"]["mean"]) == set(S.VARIANTS)
     assert res["results"]["speed"]["measured"]["overlap_max_diff"] < 1e-5

@@ -70,7 +70,7 @@ SMOKE = Config()
 #: the larger run: T up to 2^18, the claims on 2^18 rounds, wider sweeps (minutes on this CPU)
 FULL = Config(runs=64, horizon=2 ** 18, n_horizons=7, scaling_ds=(2, 5, 10, 20),
               scaling_Ls=(2.0, 4.0, 8.0, 16.0), scaling_horizon=2 ** 15, scaling_runs=16,
-              atom_horizon=2 ** 16, claim_horizon=2 ** 18)
+              atom_horizon=2 ** 16, claim_horizon=2 ** 18, claim_seeds=(10, 11, 12))
 
 __all__ = [
     "Config", "SMOKE", "FULL", "DTYPE", "NOISE_LAWS", "KINDS", "NoiseLaw", "Market", "Learner",

@@ -25,8 +25,10 @@ from .model import Market, expected_regret, make_market
 
 #: seeds on which the claims' horizon was looked at (T = 2^15 and 2^16; see the chapter)
 TUNING_SEEDS = (0, 1, 2, 3, 4, 5)
-#: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS, via `make claims`)
-NOTEBOOK_SEEDS = (10, 11, 12)
+#: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS, via `make claims`).
+#: Three seeds (10-12) first: every rule held on every seed, but with three seeds the t-interval of the
+#: two-bit slope, [0.49, 0.72], crossed the window's edge (verdict "partly"); five seeds since.
+NOTEBOOK_SEEDS = (10, 11, 12, 13, 14)
 
 CLAIMS = (
     Claim("full-log", "with full feedback the regret grows like ln T",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Iterable
 
 import torch
 import torch.nn as nn
@@ -112,14 +112,13 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-LN transformer block: x ← x + attn(LN x); x ← x + ffn(LN x). ``ffn`` defaults to an MLP
-    (pass a mixture-of-experts layer, for instance, to replace it)."""
+    """Pre-LN transformer block: x ← x + attn(LN x); x ← x + ffn(LN x), with ffn an :class:`MLP`."""
 
-    def __init__(self, d_model: int, n_head: int, ffn: nn.Module | None = None, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_head: int, mlp_mult: int = 4, dropout: float = 0.0):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(d_model, n_head, dropout)
-        self.ffn = ffn if ffn is not None else MLP(d_model)
+        self.ffn = MLP(d_model, mlp_mult)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -137,8 +136,8 @@ class GPT(nn.Module):
         self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos = nn.Embedding(cfg.block_size, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(Block(cfg.d_model, cfg.n_head, MLP(cfg.d_model, cfg.mlp_mult),
-                                          cfg.dropout) for _ in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(Block(cfg.d_model, cfg.n_head, cfg.mlp_mult, cfg.dropout)
+                                    for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init)
@@ -280,13 +279,12 @@ def sample(model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temperat
 def fit_lm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
            mask: torch.Tensor | None = None, *, steps: int, batch_size: int, lr: float,
            weight_decay: float = 0.0, generator: torch.Generator, device=None,
-           aux_loss: Callable[[nn.Module], torch.Tensor] | None = None,
            warmup: int | None = None) -> list[float]:
     """Train ``model`` on (inputs, targets[, mask]) rows with AdamW and a cosine learning rate.
 
     Minibatches are drawn with replacement-free shuffles from ``generator`` (CPU). If the model
-    returns ``(logits, aux)``, the scalar ``aux`` is added to the loss; so is ``aux_loss(model)``.
-    Returns the training loss of every step (the LM loss plus the auxiliary terms)."""
+    returns ``(logits, aux)`` (a mixture of experts' balance loss), the scalar ``aux`` is added to the
+    loss. Returns the training loss of every step (the LM loss plus the auxiliary term)."""
     check_tensor("inputs", inputs, ndim=2)
     check_tensor("targets", targets, shape=tuple(inputs.shape))
     if mask is not None:
@@ -316,8 +314,6 @@ def fit_lm(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
         loss = lm_loss(logits, y, m)
         if aux is not None:
             loss = loss + aux
-        if aux_loss is not None:
-            loss = loss + aux_loss(model)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -20,17 +20,45 @@ used for a fraction μ of each batch (independent-coupling pairs x* + σ z for t
 Modules: :mod:`.toy` (the exact two-Gaussian toy: denoiser and PF-ODE map), :mod:`.models` (a
 batched ensemble of MLP consistency models), :mod:`.training` (IC / GC / CD pairs and the iCT step),
 :mod:`.diagnostics` (transport cost, velocity error, map error), :mod:`.images` (MNIST, classifier,
-Fréchet distance), :mod:`.experiment` (the chapter's runs). The diffusion pieces shared with other
-chapters (EDM preconditioning, Karras σ's, iCT schedule, pseudo-Huber, EMA) are in
-:mod:`lib.common.diffusion`.
+Fréchet distance), :mod:`.experiment` (the chapter's runs), :mod:`.diffusion` (the EDM / iCT pieces:
+preconditioning, Karras σ's, iCT schedule, pseudo-Huber, EMA) and :mod:`.compile`
+(``torch.compile`` unless ``LIB_NO_COMPILE=1``, used by the benchmark).
 """
+from dataclasses import dataclass
+
+from .compile import maybe_compile
 from .diagnostics import flow_diagnostics, map_error
-from .experiment import (TOY_METHODS, Config, by_method, gc_transport_ratio, image_experiment,
-                         run_experiment, summarise, toy_experiment, toy_members)
+from .diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales, karras_sigmas,
+                        lognormal_indices, lognormal_probs, precondition, pseudo_huber)
+from .experiment import (TOY_METHODS, by_method, gc_transport_ratio, image_experiment, run_experiment,
+                         summarise, toy_experiment, toy_members)
 from .images import Classifier, frechet_distance, mnist_data, train_classifier
 from .models import ConsistencyEnsemble, EnsembleLinear, EnsembleMLP, make_ema, noise_embedding
 from .toy import TWO_GAUSSIANS, GaussianMixture, pf_ode_map, two_gaussians
 from .training import TrainConfig, Trainer, consistency_loss, consistency_pairs
+
+
+@dataclass(frozen=True)
+class Config:
+    """One preset of the chapter (see :func:`run_experiment`)."""
+    seed: int = 0
+    # --- 2-D toy: CD, IC, GC (μ = 0.5) and GC μ = 1 for every seed, plus extra μ's for the widget (seed 0)
+    toy: TrainConfig = TrainConfig(hidden=64)
+    n_seeds: int = 3
+    widget_mus: tuple = (0.25, 0.75)
+    n_test: int = 1000                  # test noises z for the ODE-map and sample errors
+    ode_steps: int = 400                # Heun steps of the exact PF-ODE map Φ
+    diag_sigmas: tuple = (0.01, 0.03, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+    n_diag: int = 4000
+    # --- MNIST: IC vs GC, one-step Fréchet distance in a small classifier's feature space
+    images: bool = True
+    image_size: int = 14
+    image: TrainConfig = TrainConfig(steps=1500, batch=128, hidden=512, depth=2, lr=2e-4, ema_decay=0.995,
+                                     sigma_min=0.002, sigma_max=80.0, s0=10, s1=160, n_checkpoints=1)
+    image_mu: float = 0.5
+    classifier_steps: int = 400
+    n_fd: int = 2000
+
 
 #: the CPU run the book executes (toy: 3 seeds × 6 members, 3,000 steps; MNIST 14×14, 1,500 steps)
 SMOKE = Config()
@@ -51,4 +79,6 @@ __all__ = [
     "mnist_data", "Classifier", "train_classifier", "frechet_distance",
     "toy_members", "toy_experiment", "image_experiment", "by_method", "summarise", "run_experiment",
     "gc_transport_ratio",
+    "edm_scalings", "precondition", "karras_sigmas", "ict_num_scales", "lognormal_probs",
+    "lognormal_indices", "ict_loss_weights", "pseudo_huber", "ema_update", "maybe_compile",
 ]

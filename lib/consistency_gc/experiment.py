@@ -1,42 +1,31 @@
 """The chapter's experiments: the exact 2-D toy (CD / IC / GC) and a small MNIST run (IC / GC)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from lib.common import make_generator
+from lib.common import device as pick_device, make_generator
 
 from .diagnostics import flow_diagnostics, map_error
 from .images import frechet_distance, mnist_data, train_classifier
 from .toy import pf_ode_map, two_gaussians
-from .training import TrainConfig, Trainer
+from .training import Trainer
+
+if TYPE_CHECKING:
+    from . import Config
 
 #: the toy's methods: name -> (GC fraction μ, CD?)
 TOY_METHODS = {"CD": (0.0, True), "IC": (0.0, False), "GC": (0.5, False), "GC μ=1": (1.0, False)}
 
 
-@dataclass(frozen=True)
-class Config:
-    """One preset of the chapter (see :func:`run_experiment`)."""
-    seed: int = 0
-    # --- 2-D toy: CD, IC, GC (μ = 0.5) and GC μ = 1 for every seed, plus extra μ's for the widget (seed 0)
-    toy: TrainConfig = TrainConfig(hidden=64)
-    n_seeds: int = 3
-    widget_mus: tuple = (0.25, 0.75)
-    n_test: int = 1000                  # test noises z for the ODE-map and sample errors
-    ode_steps: int = 400                # Heun steps of the exact PF-ODE map Φ
-    diag_sigmas: tuple = (0.01, 0.03, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
-    n_diag: int = 4000
-    # --- MNIST: IC vs GC, one-step Fréchet distance in a small classifier's feature space
-    images: bool = True
-    image_size: int = 14
-    image: TrainConfig = TrainConfig(steps=1500, batch=128, hidden=512, depth=2, lr=2e-4, ema_decay=0.995,
-                                     sigma_min=0.002, sigma_max=80.0, s0=10, s1=160, n_checkpoints=1)
-    image_mu: float = 0.5
-    classifier_steps: int = 400
-    n_fd: int = 2000
+def __getattr__(name: str):
+    """``Config`` lives in the package's ``__init__`` (house rule); the old path still imports it."""
+    if name == "Config":
+        return importlib.import_module(__package__).Config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def toy_members(cfg: Config):
@@ -151,8 +140,10 @@ def summarise(toy: dict, images: dict) -> dict:
     return out
 
 
-def run_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
-    """Both experiments at a preset; the main results as a JSON-able dict (see :func:`summarise`)."""
+def run_experiment(cfg: Config, device=None) -> dict:
+    """Both experiments at a preset on ``device`` (default :func:`lib.common.device`); the main results
+    as a JSON-able dict (see :func:`summarise`)."""
+    device = pick_device() if device is None else torch.device(device)
     toy = toy_experiment(cfg, device)
     images = image_experiment(cfg, device) if cfg.images else {"skipped": "images switched off in the config"}
     return summarise(toy, images)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.common import check_int, check_tensor, load_mnist
+from lib.common import check_int, check_tensor, fit_classifier, load_mnist, seeded_init
 
 
 def mnist_data(split: str = "train", size: int = 14, device: str | torch.device = "cpu"):
@@ -44,20 +44,14 @@ class Classifier(nn.Module):
 
 def train_classifier(x: torch.Tensor, y: torch.Tensor, steps: int, generator: torch.Generator,
                      batch: int = 256, lr: float = 1e-3) -> Classifier:
-    """Adam on cross-entropy for ``steps`` minibatches (indices drawn on the CPU with ``generator``)."""
+    """Adam on cross-entropy for ``steps`` minibatches drawn with replacement; the initial weights and
+    the indices come from ``generator`` (CPU), the global random state is untouched."""
     check_tensor("x", x, ndim=2, floating=True)
     steps = check_int("steps", steps, 1)
-    with torch.random.fork_rng(devices=[]):                               # init from the stream, no global change
-        torch.manual_seed(int(torch.randint(2 ** 31, (1,), generator=generator)))
-        clf = Classifier(x.shape[1]).to(x.device)
-    opt = torch.optim.Adam(clf.parameters(), lr=lr)
-    for _ in range(steps):
-        idx = torch.randint(len(x), (batch,), generator=generator).to(x.device)
-        loss = nn.functional.cross_entropy(clf(x[idx]), y[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    return clf.eval()
+    init_seed = int(torch.randint(2 ** 31, (1,), generator=generator))
+    clf = seeded_init(lambda: Classifier(x.shape[1]), init_seed).to(x.device)
+    fit_classifier(clf, x, y, generator=generator, steps=steps, batch_size=batch, lr=lr)
+    return clf
 
 
 def _sqrtm_psd(a: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,9 @@ import math
 import torch
 from torch import nn
 
-from lib.common import check_int, check_positive, precondition
+from lib.common import check_int, check_positive
+
+from .diffusion import precondition
 
 
 class EnsembleLinear(nn.Module):
@@ -85,7 +87,7 @@ class ConsistencyEnsemble(nn.Module):
 
 
 def make_ema(model: nn.Module) -> nn.Module:
-    """A frozen copy θ⁻ of ``model`` for the EMA (updated with :func:`lib.common.ema_update`)."""
+    """A frozen copy θ⁻ of ``model`` for the EMA (updated with :func:`.diffusion.ema_update`)."""
     ema = copy.deepcopy(model)
     ema.requires_grad_(False)
     return ema

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_int, check_positive, check_tensor, karras_sigmas
+from lib.common import check_int, check_positive, check_tensor
+
+from .diffusion import karras_sigmas
 
 #: the authors' toy: two Gaussians at (0, ±0.5) with standard deviation 0.01
 TWO_GAUSSIANS = {"means": ((0.0, -0.5), (0.0, 0.5)), "std": 0.01}

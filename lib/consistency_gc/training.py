@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import (check_int, check_tensor, ema_update, ict_loss_weights, ict_num_scales,
-                        karras_sigmas, lognormal_indices, progress, pseudo_huber)
+from lib.common import check_int, check_tensor, progress
 
+from .diffusion import (ema_update, ict_loss_weights, ict_num_scales, karras_sigmas, lognormal_indices,
+                        pseudo_huber)
 from .models import ConsistencyEnsemble, EnsembleMLP, make_ema
 
 

@@ -25,6 +25,8 @@ Public API: :func:`diffusion_map` (kNN Gaussian graph, alpha-normalisation, spar
 :func:`vae_embedding`, :func:`circular_correlation`); :class:`Config`, ``SMOKE``, ``FULL``,
 :func:`run_experiment`.
 """
+from dataclasses import dataclass
+
 from .graph import gaussian_affinity, knn
 from .dmap import DiffusionMap, diffusion_map, markov_operator
 from .theory import (count_recovered, fourier_basis, harmonic_basis, neumann_ball_nu1,
@@ -32,8 +34,43 @@ from .theory import (count_recovered, fourier_basis, harmonic_basis, neumann_bal
 from .data import curve_length, noisy_circle, noisy_sphere, rotate_image, rotated_digit, uniform_ball
 from .baselines import (VAE, circular_correlation, embedding_angle, ltsa_embedding, train_vae,
                         vae_embedding)
-from .experiment import (FULL, SMOKE, Config, bandwidth, baseline_runs, circle_run, mnist_runs,
-                         normalised_spectrum, run_experiment, slope, sphere_run)
+from .experiment import (bandwidth, baseline_runs, circle_run, mnist_runs, normalised_spectrum,
+                         run_experiment, slope, sphere_run)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of every experiment. ``eps`` = ``eps_scale`` x the median squared distance to the
+    ``k_bandwidth``-th neighbour; the kernel graph keeps ``k`` neighbours per point."""
+    seed: int = 0
+    n_circle: int = 2000
+    n_sphere: int = 3000
+    n_eigs: int = 30
+    k: int = 128
+    k_bandwidth: int = 64
+    eps_scale: float = 0.5
+    r2_cut: float = 0.5
+    D_base: int = 3
+    radii: tuple = (0.4, 0.3, 0.25, 0.2, 0.15)
+    r_fixed: float = 0.3
+    dims: tuple = (3, 10, 50)
+    sphere_settings: tuple = ((3, 0.4), (4, 0.4), (10, 0.7))
+    n_mnist: int = 1200
+    mnist_digit: int = 3
+    mnist_noise: tuple = (0.0, 3.0, 6.0)
+    n_baseline: int = 1000
+    baseline_D: int = 10
+    baseline_radii: tuple = (0.1, 0.3, 0.5)
+    vae_steps: int = 1500
+    ltsa_neighbors: int = 20
+
+
+SMOKE = Config()
+FULL = Config(n_circle=20000, n_sphere=20000, n_eigs=40, k=128, k_bandwidth=64,
+              radii=(0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.12, 0.1), dims=(3, 10, 50, 100),
+              sphere_settings=((3, 0.4), (3, 0.3), (4, 0.4), (10, 0.7), (10, 0.5)),
+              n_mnist=5000, mnist_noise=(0.0, 2.0, 4.0, 6.0, 8.0), n_baseline=3000,
+              baseline_radii=(0.1, 0.2, 0.3, 0.4, 0.5), vae_steps=4000)
 
 __all__ = [
     "knn", "gaussian_affinity", "markov_operator", "diffusion_map", "DiffusionMap",

@@ -1,12 +1,14 @@
-"""The chapter's experiments: presets, one function per figure, and ``run_experiment``."""
+"""The chapter's experiments: one function per figure, and ``run_experiment`` (the presets are in the
+package's ``__init__``)."""
 from __future__ import annotations
 
+import importlib
 import math
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
-from lib.common import check_int, check_positive, make_generator
+from lib.common import check_int, check_positive, device as pick_device, make_generator
 from .baselines import circular_correlation, embedding_angle, ltsa_embedding, vae_embedding
 from .data import curve_length, noisy_circle, noisy_sphere, rotated_digit
 from .dmap import diffusion_map
@@ -14,40 +16,16 @@ from .graph import knn
 from .theory import (count_recovered, fourier_basis, harmonic_basis, neumann_ball_nu1,
                      predicted_count_circle, predicted_count_sphere, r_squared)
 
-
-@dataclass(frozen=True)
-class Config:
-    """Sizes of every experiment. ``eps`` = ``eps_scale`` x the median squared distance to the
-    ``k_bandwidth``-th neighbour; the kernel graph keeps ``k`` neighbours per point."""
-    seed: int = 0
-    n_circle: int = 2000
-    n_sphere: int = 3000
-    n_eigs: int = 30
-    k: int = 128
-    k_bandwidth: int = 64
-    eps_scale: float = 0.5
-    r2_cut: float = 0.5
-    D_base: int = 3
-    radii: tuple = (0.4, 0.3, 0.25, 0.2, 0.15)
-    r_fixed: float = 0.3
-    dims: tuple = (3, 10, 50)
-    sphere_settings: tuple = ((3, 0.4), (4, 0.4), (10, 0.7))
-    n_mnist: int = 1200
-    mnist_digit: int = 3
-    mnist_noise: tuple = (0.0, 3.0, 6.0)
-    n_baseline: int = 1000
-    baseline_D: int = 10
-    baseline_radii: tuple = (0.1, 0.3, 0.5)
-    vae_steps: int = 1500
-    ltsa_neighbors: int = 20
+if TYPE_CHECKING:
+    from . import Config
 
 
-SMOKE = Config()
-FULL = Config(n_circle=20000, n_sphere=20000, n_eigs=40, k=128, k_bandwidth=64,
-              radii=(0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.12, 0.1), dims=(3, 10, 50, 100),
-              sphere_settings=((3, 0.4), (3, 0.3), (4, 0.4), (10, 0.7), (10, 0.5)),
-              n_mnist=5000, mnist_noise=(0.0, 2.0, 4.0, 6.0, 8.0), n_baseline=3000,
-              baseline_radii=(0.1, 0.2, 0.3, 0.4, 0.5), vae_steps=4000)
+def __getattr__(name: str):
+    """``Config``, ``SMOKE`` and ``FULL`` live in the package's ``__init__`` (house rule); the old path
+    still imports them."""
+    if name in ("Config", "SMOKE", "FULL"):
+        return getattr(importlib.import_module(__package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def bandwidth(x: torch.Tensor, k: int, scale: float = 0.5) -> float:
@@ -149,8 +127,10 @@ def slope(xs, ys) -> tuple[float, float]:
     return b, float(1 - res / (yc ** 2).sum())
 
 
-def run_experiment(cfg: Config, device="cpu") -> dict:
-    """Every experiment of the chapter at preset ``cfg``; the same keys at every preset."""
+def run_experiment(cfg: Config, device=None) -> dict:
+    """Every experiment of the chapter at preset ``cfg`` on ``device`` (default
+    :func:`lib.common.device`); the same keys at every preset."""
+    device = pick_device() if device is None else torch.device(device)
     radius_sweep = [circle_run(cfg.n_circle, cfg.D_base, r, cfg, device) for r in cfg.radii]
     dim_sweep = [circle_run(cfg.n_circle, D, cfg.r_fixed, cfg, device) for D in cfg.dims]
     spheres = [sphere_run(cfg.n_sphere, D, r, cfg, device) for D, r in cfg.sphere_settings]

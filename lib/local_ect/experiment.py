@@ -6,7 +6,7 @@ import statistics
 
 import torch
 
-from lib.common import make_generator
+from lib.common import device as pick_device, make_generator
 from .data import Graph, csbm, edge_homophily, shape_graph, split
 from .ect import circle_directions, ect, random_directions, rotation_distance_2d, thresholds
 from .local import ego_mean, local_ect_features
@@ -129,9 +129,10 @@ def run_rotation(cfg, device) -> dict:
             "within_bound_exact": round(float((exact["error"] <= exact["bound"]).double().mean()), 4)}
 
 
-def run_experiment(cfg, device) -> dict:
+def run_experiment(cfg, device=None) -> dict:
     """The chapter's main results (same keys at every preset): accuracies (mean ± std over seeds)
-    on shape-defined classes and on cSBMs over homophily, and the rotation-recovery error."""
-    device = torch.device(device)
+    on shape-defined classes and on cSBMs over homophily, and the rotation-recovery error. ``device``
+    defaults to :func:`lib.common.device`."""
+    device = pick_device() if device is None else torch.device(device)
     return {"shape": run_shape(cfg, device), "csbm": run_csbm(cfg, device),
             "rotation": run_rotation(cfg, device)}

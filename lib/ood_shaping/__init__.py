@@ -22,7 +22,7 @@ Energy, ReAct, ASH-P/S, DICE, VRA-P, OptFS, AUROC, FPR95), :mod:`.data` (MNIST a
 """
 from dataclasses import dataclass
 
-from .data import OOD_SETS, lfw_faces, ood_sets, random_patches
+from .data import OOD_SETS, lfw_faces, load_fashion_mnist, ood_sets, random_patches
 from .experiment import (METHODS, SHAPING, Net, SeedRun, features, fit_detectors, kl_ib_shaping,
                          load_data, metrics, run_experiment, run_seed, run_seeds, score_all,
                          summarise, train_net)
@@ -73,6 +73,6 @@ __all__ = [
     "kl_ib_loss", "solve_shaping", "orient_and_scale", "msp", "max_logit", "energy", "react",
     "ash_p", "ash_s", "dice_mask", "dice", "vra_p", "optfs_fit", "optfs_shape", "optfs",
     "shaped_energy", "interp", "percentile_value", "auroc", "fpr_at_95_tpr", "ood_sets",
-    "random_patches", "lfw_faces", "load_data", "train_net", "features", "fit_detectors",
-    "kl_ib_shaping", "score_all", "run_seed", "run_seeds", "metrics", "summarise", "run_experiment",
+    "random_patches", "lfw_faces", "load_fashion_mnist", "load_data", "train_net", "features",
+    "fit_detectors", "kl_ib_shaping", "score_all", "run_seed", "run_seeds", "metrics", "summarise", "run_experiment",
 ]

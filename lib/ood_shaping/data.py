@@ -7,6 +7,11 @@ Random crops and noise are drawn on the CPU with the given generator.
 """
 from __future__ import annotations
 
+import functools
+import gzip
+import pathlib
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -16,6 +21,55 @@ NATURAL = ("camera", "astronaut", "coffee", "chelsea", "rocket", "coins", "moon"
 TEXTURES = ("brick", "grass", "gravel")
 #: the OOD sets, in table order
 OOD_SETS = ("fashion", "natural", "texture", "faces", "uniform", "gaussian", "permuted")
+
+
+# --- Fashion-MNIST ------------------------------------------------------------------------------
+# From Debian's ``dataset-fashion-mnist`` package, unpacked into ``data/fashion-mnist`` without root
+# by ``scripts/fetch_data.sh`` (run by ``make setup``). The files are the original IDX ``.gz`` files.
+# (MNIST itself, which several chapters use, is :func:`lib.common.load_mnist`.)
+_FASHION_FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+                  "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
+
+
+def fashion_mnist_dir() -> pathlib.Path:
+    """Folder holding the Fashion-MNIST IDX files (``data/fashion-mnist`` at the repository root)."""
+    return pathlib.Path(__file__).resolve().parents[2] / "data" / "fashion-mnist"
+
+
+def _read_idx(path: pathlib.Path):
+    """Read a gzipped IDX file (magic: two zero bytes, dtype code 0x08 = uint8, ndim) as a numpy array."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    if raw[:3] != b"\x00\x00\x08":
+        raise ValueError(f"path: expected an IDX file of uint8 (magic 0x0000 08), got {raw[:4]!r} in {path}")
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+@functools.lru_cache(maxsize=2)
+def _fashion_arrays(split: str):
+    folder = fashion_mnist_dir()
+    paths = [folder / name for name in _FASHION_FILES[split]]
+    if not all(p.exists() for p in paths):
+        raise FileNotFoundError(f"Fashion-MNIST not found in {folder}: run `bash scripts/fetch_data.sh` "
+                                "(make setup does)")
+    return _read_idx(paths[0]), _read_idx(paths[1])
+
+
+def load_fashion_mnist(split: str = "train",
+                       device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Fashion-MNIST as ``(x, y)``: x float32 of shape (N, 784) in [0, 1], y int64 of shape (N,).
+
+    Splits: ``train`` (60,000) and ``test`` (10,000), the original split. Same convention as
+    :func:`lib.common.load_mnist` (pixel / 255, images flattened row by row).
+    """
+    if split not in _FASHION_FILES:
+        raise ValueError(f"split: expected one of {sorted(_FASHION_FILES)}, got {split!r}")
+    images, labels = _fashion_arrays(split)
+    x = torch.as_tensor(images.reshape(len(images), -1).astype("float32") / 255.0)   # (N, 784)
+    y = torch.as_tensor(labels.astype("int64"))                                       # (N,)
+    return x.to(device), y.to(device)
 
 
 def _grey(img) -> torch.Tensor:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from lib.common import load_mnist, make_generator
+from lib.common import device as pick_device, fit_classifier, load_mnist, make_generator, seeded_init
 from . import scores as S
-from .data import OOD_SETS, ood_sets
+from .data import OOD_SETS, load_fashion_mnist, ood_sets
 from .variational import histogram, make_grid, ood_law_samples, orient_and_scale, solve_shaping
 
 #: detectors in table order; the first is the paper's (our KL+IB solution)
@@ -44,20 +44,12 @@ class Net(nn.Module):
 
 
 def train_net(cfg, seed: int, x: torch.Tensor, y: torch.Tensor, device) -> Net:
-    """Adam on cross-entropy; initialisation and batch order from ``seed`` (CPU generator)."""
-    torch.manual_seed(seed)
-    net = Net(cfg.arch, cfg.width).to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
-    gen = make_generator(seed)
-    for _ in range(cfg.epochs):
-        order = torch.randperm(x.shape[0], generator=gen).to(device)
-        for i in range(0, x.shape[0], cfg.batch):
-            j = order[i:i + cfg.batch]
-            loss = nn.functional.cross_entropy(net(x[j]), y[j])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-    return net.eval()
+    """Adam on cross-entropy; initialisation and batch order from ``seed`` (the global random state is
+    untouched)."""
+    net = seeded_init(lambda: Net(cfg.arch, cfg.width), seed).to(device)
+    fit_classifier(net, x, y, generator=make_generator(seed), epochs=cfg.epochs, batch_size=cfg.batch,
+                   lr=cfg.lr, device=device)
+    return net
 
 
 @torch.no_grad()
@@ -145,7 +137,6 @@ def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
 
 def load_data(cfg) -> dict:
     """MNIST train/test and Fashion-MNIST test on the CPU (Fashion-MNIST ``None`` when absent)."""
-    from lib.common.data import load_fashion_mnist
     x, y = load_mnist("train")
     try:
         fashion = load_fashion_mnist("test")[0]
@@ -191,6 +182,8 @@ def summarise(runs: list) -> dict:
             "per_seed_average_auroc": {m: [100 * p[m]["average"][0] for p in per_seed] for m in METHODS}}
 
 
-def run_experiment(cfg, device) -> dict:
-    """The chapter's main results (same keys at every preset)."""
+def run_experiment(cfg, device=None) -> dict:
+    """The chapter's main results (same keys at every preset), on ``device`` (default
+    :func:`lib.common.device`)."""
+    device = pick_device() if device is None else torch.device(device)
     return summarise(run_seeds(cfg, device))

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import torch
 
-from lib.common import check_int
+from lib.common import check_int, device as pick_device
 
 from .problems import make_problems
 from .proposers import (NeuralProposer, build_vocab, claim_examples, corrupt, train_proposer)
@@ -108,8 +108,10 @@ def ablation(cfg, env: dict) -> dict:
     return out
 
 
-def run_experiment(cfg, device="cpu") -> dict:
-    """Everything the chapter reports, as plain numbers (the same keys for SMOKE and FULL)."""
+def run_experiment(cfg, device=None) -> dict:
+    """Everything the chapter reports, as plain numbers (the same keys for SMOKE and FULL), computed on
+    ``device`` (default :func:`lib.common.device`)."""
+    device = pick_device() if device is None else torch.device(device)
     check_int("cfg.n_samples", cfg.n_samples, 1)
     t0 = time.perf_counter()
     env = setup(cfg, device)

@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from lib.common import check_int, progress
+from lib.common import check_int, device as pick_device, progress
 from lib.common.gpt import fit_lm
 
 from .model import VARIANTS, MoEGPT, active_ffn_params, bits_per_char, char_vocab, load_corpus, make_windows
@@ -101,6 +101,8 @@ def speed_experiment(cfg) -> dict:
             "curves": curves, "at": at}
 
 
-def run_experiment(cfg, device) -> dict:
-    """Quality (trained on ``device``) and speed (2 processes: gloo on CPU, NCCL on ≥ 2 GPUs)."""
+def run_experiment(cfg, device=None) -> dict:
+    """Quality (trained on ``device``, default :func:`lib.common.device`) and speed (2 processes: gloo on
+    CPU, NCCL on ≥ 2 GPUs)."""
+    device = pick_device() if device is None else torch.device(device)
     return {"quality": quality_experiment(cfg, device), "speed": speed_experiment(cfg)}

@@ -8,6 +8,8 @@ import dataclasses
 
 import torch
 
+from lib.common import device as pick_device
+
 from .attack import evaluate, eval_sets, new_model, train
 from .influence import select_random, select_top, self_inf_n, self_influence, spearman
 from .world import (alignment_set, answer_lengths, benign_pool, encode, is_trivial, make_world,
@@ -152,8 +154,10 @@ def run_small_world(cfg, device="cpu") -> dict:
     }
 
 
-def run_experiment(cfg, device="cpu") -> dict:
-    """The FULL/SMOKE entry point: the small world and the SmolLM2 length-bias check."""
+def run_experiment(cfg, device=None) -> dict:
+    """The FULL/SMOKE entry point: the small world and the SmolLM2 length-bias check, on ``device``
+    (default :func:`lib.common.device`)."""
+    device = pick_device() if device is None else torch.device(device)
     from .smollm import smollm_length_bias
     out = {"small_world": run_small_world(cfg, device)}
     out["other_worlds"] = {}

@@ -5,7 +5,7 @@ import dataclasses
 
 import torch
 
-from lib.common import make_generator
+from lib.common import device as pick_device, make_generator
 
 from .data import SCENARIOS, tabular_streams, synthetic_streams, uniforms
 from .watch import DIAGNOSES, alarm_summary, watch_monitor
@@ -73,10 +73,10 @@ def run_mnist(cfg, device="cpu", pools=None) -> dict:
     return res
 
 
-def run_experiment(cfg, device="cpu") -> dict:
-    """All experiments at a preset; the same keys at SMOKE and FULL (``skipped`` entries when a data
-    package is missing)."""
-    device = torch.device(device)
+def run_experiment(cfg, device=None) -> dict:
+    """All experiments at a preset on ``device`` (default :func:`lib.common.device`); the same keys at
+    SMOKE and FULL (``skipped`` entries when a data package is missing)."""
+    device = pick_device() if device is None else torch.device(device)
     res = {"config": dataclasses.asdict(cfg), "synthetic": {}, "tabular": {}}
     for sc in SCENARIOS:
         out, _, _ = run_synthetic(cfg, sc, device)

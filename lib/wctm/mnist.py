@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.common import check_int, load_mnist
+from lib.common import check_int, fit_classifier, load_mnist, seeded_init
 
 from .data import nn_distance
 from .watch import StreamBatch
@@ -37,20 +37,12 @@ class SmallCNN(nn.Module):
 
 def train_cnn(x: torch.Tensor, y: torch.Tensor, generator: torch.Generator, epochs: int = 2,
               batch: int = 64, lr: float = 3e-3, device="cpu") -> SmallCNN:
-    """Train :class:`SmallCNN` with Adam; the initial weights and batch order come from ``generator``."""
-    torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=generator)))
-    model = SmallCNN().to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    x, y = x.to(device), y.to(device)
-    for _ in range(epochs):
-        order = torch.randperm(len(x), generator=generator).to(device)
-        for i in range(0, len(x), batch):
-            b = order[i:i + batch]
-            loss = nn.functional.cross_entropy(model(x[b])[0], y[b])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    return model.eval()
+    """Train :class:`SmallCNN` with Adam; the initial weights and batch order come from ``generator``
+    (the global random state is untouched)."""
+    init_seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
+    model = seeded_init(SmallCNN, init_seed).to(device)
+    fit_classifier(model, x, y, generator=generator, epochs=epochs, batch_size=batch, lr=lr, device=device)
+    return model
 
 
 def corrupt(x: torch.Tensor, generator: torch.Generator, severity: float = 0.6) -> torch.Tensor:

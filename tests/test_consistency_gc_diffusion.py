@@ -1,4 +1,4 @@
-"""Unit tests of lib.common.diffusion: EDM/iCT pieces with known answers and bad inputs."""
+"""Unit tests of lib.consistency_gc.diffusion: EDM/iCT pieces with known answers and bad inputs."""
 from __future__ import annotations
 
 import math
@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
-from lib.common import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales, karras_sigmas,
-                        lognormal_indices, lognormal_probs, precondition, pseudo_huber)
+from lib.consistency_gc.diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales,
+                                          karras_sigmas, lognormal_indices, lognormal_probs, precondition,
+                                          pseudo_huber)
 
 
 def test_karras_endpoints_order_and_rho():

@@ -1,4 +1,4 @@
-"""Shared diffusion / consistency-model pieces (EDM and iCT recipes).
+"""Diffusion / consistency-model pieces (EDM and iCT recipes) the chapter builds on.
 
 - :func:`edm_scalings`, :func:`precondition` — the EDM preconditioning of Karras et al. (2022),
   with the consistency-model boundary shift σ → σ − σ_min of Song et al. (2023):
@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from .checks import check_int, check_positive, check_probability, check_tensor
+from lib.common import check_int, check_positive, check_probability, check_tensor
 
 
 def edm_scalings(sigma: torch.Tensor, sigma_data: float = 0.5, sigma_min: float = 0.0):
