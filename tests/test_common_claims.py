@@ -154,7 +154,11 @@ def test_assert_claims_fails_when_a_recorded_claim_breaks():
     with pytest.raises(AssertionError, match="control also holds"):
         assert_claims([evaluate(claim(), GOOD, control=GOOD)])
     with pytest.raises(AssertionError, match="control not run"):
-        assert_claims([evaluate(claim(expect="partly reproduced"), GOOD)])
+        assert_claims([evaluate(claim(), GOOD)])
+    # a claim recorded as partly reproduced may be partly because its control holds
+    assert_claims([evaluate(claim(expect="partly reproduced"), GOOD, control=GOOD)])
+    with pytest.raises(AssertionError, match="expected 'partly reproduced'"):
+        assert_claims([evaluate(claim(expect="partly reproduced"), [0.1, 0.2, 0.3])])
     # claims recorded as not reproduced are not asserted
     assert_claims([evaluate(claim(expect="not reproduced"), [0.1, 0.2, 0.3])])
     with pytest.raises(TypeError, match="results"):
@@ -215,3 +219,11 @@ def test_load_claims_file(tmp_path, monkeypatch):
         C.load_claims_file("demo")
     path.write_text(json.dumps({"claims": {}, "provenance": {}}))
     assert C.load_claims_file("demo") == {"claims": {}, "provenance": {}}
+
+
+def test_a_stale_claims_file_is_flagged_and_not_used():
+    rs = [evaluate(claim(), GOOD, control=CTRL_FAILS)]
+    held = {"lib_hash": "0" * 64, "claims": {"x": {"heldout": {"verdict": "not reproduced",
+                                                               "method": {"holding": 0, "values": [0] * 5}}}}}
+    md = C.claims_table(rs, claims_file=held, slug="brokerage")
+    assert "stale" in md and "**reproduced**" in md
