@@ -1,13 +1,18 @@
 """consistency_gc: the cost of generator-augmented (GC) pairs and of batching members.
 
 Rows (ratio = reference / ours, > 1 means ours is faster):
-1. a training step with GC pairs (μ = 0.5: one extra EMA forward) against an IC step — the ratio is
+1. a training step with GC pairs (μ = 0.5: one extra EMA forward) against an IC step —
+   the ratio is
    IC / GC, so its inverse is GC's overhead;
-2. one batched step of a 12-member ensemble against 12 single-member steps in a loop (same work);
-3. the denoiser's forward under ``maybe_compile`` against eager (skipped where compilation fails).
+2. one batched step of a 12-member ensemble against 12 single-member steps in a loop
+   (same work);
+3. the denoiser's forward under ``maybe_compile`` against eager (skipped where
+   compilation fails).
 
-Usage: python benchmarks/bench_consistency_gc.py   (or `make bench`, which collects every bench_*.py)
+Usage: python benchmarks/bench_consistency_gc.py   (or `make bench`, which collects
+every bench_*.py)
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -44,24 +49,46 @@ def main(repeats: int = 30) -> list[dict]:
         return x[torch.randint(len(x), (n,), generator=g)]
 
     rows = []
-    for name, cfg, d, sample in (("toy MLP", TOY, 2, gmm.sample), ("MNIST 14×14 MLP", MNIST, 196, mnist)):
+    for name, cfg, d, sample in (
+        ("toy MLP", TOY, 2, gmm.sample),
+        ("MNIST 14×14 MLP", MNIST, 196, mnist),
+    ):
         gc = _stepper(_trainer(cfg, d, [0.5]), sample)
         ic = _stepper(_trainer(cfg, d, [0.0]), sample)
-        rows.append(compare(f"train step, {name}: GC μ=0.5 (ours) vs IC (ref); overhead = 1/ratio", gc, ic,
-                            repeats=repeats))
+        rows.append(
+            compare(
+                f"train step, {name}: GC μ=0.5 (ours) vs IC (ref); overhead = 1/ratio",
+                gc,
+                ic,
+                repeats=repeats,
+            )
+        )
     ens = _stepper(_trainer(TOY, 2, [0.0, 0.5, 1.0] * 4), gmm.sample)
     singles = [_stepper(_trainer(TOY, 2, [m]), gmm.sample) for m in [0.0, 0.5, 1.0] * 4]
-    rows.append(compare("toy: one 12-member batched step (ours) vs 12 single steps (ref)", ens,
-                        lambda: [s() for s in singles], repeats=repeats))
+    rows.append(
+        compare(
+            "toy: one 12-member batched step (ours) vs 12 single steps (ref)",
+            ens,
+            lambda: [s() for s in singles],
+            repeats=repeats,
+        )
+    )
     tr = _trainer(TOY, 2, [0.0, 0.5, 1.0] * 4)
     xb = torch.randn(12, 256, 2)
     sb = torch.full((12, 256), 0.5)
     try:
         fast = maybe_compile(tr.ema)
         fast(xb, sb)
-        rows.append(compare("toy denoiser forward, 12 members: maybe_compile (ours) vs eager (ref)",
-                            lambda: fast(xb, sb), lambda: tr.ema(xb, sb), repeats=repeats))
-    except Exception as err:  # noqa: BLE001 — no C++ toolchain etc.: report and skip the row
+        rows.append(
+            compare(
+                "toy denoiser forward, 12 members: maybe_compile (ours) vs eager (ref)",
+                lambda: fast(xb, sb),
+                lambda: tr.ema(xb, sb),
+                repeats=repeats,
+            )
+        )
+    # noqa: BLE001 — no C++ toolchain etc.: report and skip the row
+    except Exception as err:
         print(f"compile row skipped: {type(err).__name__}: {err}", file=sys.stderr)
     return rows
 
@@ -71,4 +98,7 @@ if __name__ == "__main__":
     out = main()
     print(table(out))
     for r in out[:2]:
-        print(f"GC overhead ({r['benchmark'].split(':')[0]}): {1 / r['speedup']:.2f}× an IC step")
+        print(
+            f"GC overhead ({r['benchmark'].split(':')[0]}): {1 / r['speedup']:.2f}× an "
+            f"IC step"
+        )

@@ -1,12 +1,14 @@
-"""Our batched ECT against the PyPI package ``ect`` (exact, numba), on the same ego graphs and
-directions. The exact forms must agree exactly (checked before timing); the rows report the
-median times and the ratio reference / ours (> 1: ours is faster).
+"""Our batched ECT against the PyPI package ``ect`` (exact, numba), on the same ego
+graphs and directions. The exact forms must agree exactly (checked before timing); the
+rows report the median times and the ratio reference / ours (> 1: ours is faster).
 
     python benchmarks/bench_local_ect.py          # or: make bench (all benchmarks)
 
-The reference loops over the ego graphs (one ``ECT.calculate`` call per graph, the package's
-API); building its ``EmbeddedComplex`` objects is done once, outside the timing.
+The reference loops over the ego graphs (one ``ECT.calculate`` call per graph, the
+package's API); building its ``EmbeddedComplex`` objects is done once, outside the
+timing.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -24,7 +26,8 @@ import lib.local_ect as le  # noqa: E402
 
 
 def _ego_graphs(num_egos: int, k: int, seed: int = 0):
-    """``num_egos`` k-hop ego graphs of a cSBM graph, as one batch (x_b, edges_b, batch)."""
+    """``num_egos`` k-hop ego graphs of a cSBM graph, as one batch (x_b, edges_b,
+    batch)."""
     g = torch.Generator().manual_seed(seed)
     graph = le.csbm(num_egos, 0.3, degree=6.0, dim=2, generator=g)
     x = graph.x.double()
@@ -50,16 +53,22 @@ def _reference_complexes(xb, eb, batch, num):
     return out
 
 
-def main(num_egos: int = 1000, num_dirs: int = 64, num_thresh: int = 64, repeats: int = 5) -> list[dict]:
+def main(
+    num_egos: int = 1000, num_dirs: int = 64, num_thresh: int = 64, repeats: int = 5
+) -> list[dict]:
     import ect as ect_pkg
 
     torch.set_num_threads(1)
     rows = []
     for k in (1, 2):
         xb, eb, batch, x, ei = _ego_graphs(num_egos, k)
-        v = le.random_directions(2, num_dirs, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+        v = le.random_directions(
+            2, num_dirs, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+        )
         dirs = ect_pkg.Directions.from_vectors(v.T.numpy())
-        v = torch.from_numpy(dirs.vectors.T.copy())  # the package's (renormalised) copy: same directions
+        v = torch.from_numpy(
+            dirs.vectors.T.copy()
+        )  # the package's (renormalised) copy: same directions
         t = le.thresholds(num_thresh, dtype=torch.float64)
         calc = ect_pkg.ECT(directions=dirs, thresholds=t.numpy())
         complexes = _reference_complexes(xb, eb, batch, num_egos)
@@ -75,10 +84,24 @@ def main(num_egos: int = 1000, num_dirs: int = 64, num_thresh: int = 64, repeats
 
         got, ref = ours(), np.stack(reference())  # (B, T, K) and (B, K, T)
         assert np.array_equal(got.numpy(), ref.transpose(0, 2, 1)), "exact ECTs differ"
-        assert torch.equal(ours_local(), got), "ℓ-ECT (sparse product) differs from the batched ECT"
-        size = f"{num_egos} {k}-hop ego graphs ({xb.shape[0]} vertices, {eb.shape[1]} edges), {num_dirs}×{num_thresh}"
-        rows.append(compare(f"exact ECT, batched: {size}", ours, reference, repeats=repeats))
-        rows.append(compare(f"ℓ-ECT from the whole graph: {size}", ours_local, reference, repeats=repeats))
+        assert torch.equal(ours_local(), got), (
+            "ℓ-ECT (sparse product) differs from the batched ECT"
+        )
+        size = (
+            f"{num_egos} {k}-hop ego graphs ({xb.shape[0]} vertices, "
+            f"{eb.shape[1]} edges), {num_dirs}×{num_thresh}"
+        )
+        rows.append(
+            compare(f"exact ECT, batched: {size}", ours, reference, repeats=repeats)
+        )
+        rows.append(
+            compare(
+                f"ℓ-ECT from the whole graph: {size}",
+                ours_local,
+                reference,
+                repeats=repeats,
+            )
+        )
     return rows
 
 

@@ -1,5 +1,6 @@
-"""lib.proofaug: the vectorised budget curve against its naive loop, and the cached prover against an
-uncached one on the same ProofAug runs."""
+"""lib.proofaug: the vectorised budget curve against its naive loop, and the cached
+prover against an uncached one on the same ProofAug runs."""
+
 import pathlib
 import sys
 
@@ -27,13 +28,24 @@ def main():
 
     cached = PA.Prover(600, 1000)
     run(cached)
-    return [compare("budget curve, 500 problems x 64 proposals", lambda: PA.budget_curve(s, c, budgets),
-                    lambda: budget_curve_naive(s, c, budgets), repeats=3),
-            compare("ProofAug on 10 corrupted gold proofs: cached prover vs fresh", lambda: run(cached),
-                    lambda: run(PA.Prover(600, 1000)), repeats=3)]
+    return [
+        compare(
+            "budget curve, 500 problems x 64 proposals",
+            lambda: PA.budget_curve(s, c, budgets),
+            lambda: budget_curve_naive(s, c, budgets),
+            repeats=3,
+        ),
+        compare(
+            "ProofAug on 10 corrupted gold proofs: cached prover vs fresh",
+            lambda: run(cached),
+            lambda: run(PA.Prover(600, 1000)),
+            repeats=3,
+        ),
+    ]
 
 
 if __name__ == "__main__":
     from harness import table
+
     torch.set_num_threads(1)
     print(table(main()))

@@ -1,9 +1,12 @@
-"""WATCH: our batched weighted p-value + Composite Jumper pipeline (all streams at once) against a
-naive per-step loop (re-normalise and re-scan the calibration set each step, numpy) and against
+"""WATCH: our batched weighted p-value + Composite Jumper pipeline (all streams at once)
+against a naive per-step loop (re-normalise and re-scan the calibration set each step,
+numpy) and against
 ``online-cp``'s jumpers fed the same p-values.
 
-Usage: python benchmarks/bench_wctm.py   (or `make bench`, which collects every bench_*.py)
+Usage: python benchmarks/bench_wctm.py   (or `make bench`, which collects every
+bench_*.py)
 """
+
 from __future__ import annotations
 
 import math
@@ -56,7 +59,9 @@ def naive_jumper(p, epsilons=(-1.0, 0.0, 1.0)):
             for j, J in enumerate(JUMPS):
                 tot = C[j].sum()
                 for e, eps in enumerate(epsilons):
-                    C[j, e] = ((1 - J) * C[j, e] + J / len(epsilons) * tot) * (1 + eps * (p[s, t] - 0.5))
+                    C[j, e] = ((1 - J) * C[j, e] + J / len(epsilons) * tot) * (
+                        1 + eps * (p[s, t] - 0.5)
+                    )
             out[s, t] = math.log(C.sum(1).mean())
     return out
 
@@ -67,9 +72,12 @@ def naive(cal, cal_w, test, test_w, u, block):
 
 def online_cp_jumpers(p):
     from online_cp.martingale import SimpleJumper
+
     out = np.empty_like(p)
     for s in range(p.shape[0]):
-        js = [SimpleJumper(J=J, E=[-1.0, 0.0, 1.0], store_p_values=False) for J in JUMPS]
+        js = [
+            SimpleJumper(J=J, E=[-1.0, 0.0, 1.0], store_p_values=False) for J in JUMPS
+        ]
         for t in range(p.shape[1]):
             for m in js:
                 m.update(float(p[s, t]))
@@ -83,15 +91,35 @@ def main():
     np_args = tuple(a.numpy() for a in args)
     ref = naive(*np_args)
     got = ours(*args).numpy()
-    assert np.allclose(got, ref, atol=1e-8), "batched pipeline disagrees with the naive loop"
-    rows = [compare("weighted p-values + Composite Jumper, 20 streams x 500 steps, n_cal = 500: vs naive loop",
-                    ours, naive, args=args, ref_args=np_args, repeats=3)]
+    assert np.allclose(got, ref, atol=1e-8), (
+        "batched pipeline disagrees with the naive loop"
+    )
+    rows = [
+        compare(
+            "weighted p-values + Composite Jumper, 20 streams x 500 steps, n_cal = "
+            "500: vs naive loop",
+            ours,
+            naive,
+            args=args,
+            ref_args=np_args,
+            repeats=3,
+        )
+    ]
     p = weighted_pvalues(*args[:5], 0.1, args[5])
     try:
         oc = online_cp_jumpers(p.numpy())
         assert np.allclose(oc, composite_jumper(p).numpy(), atol=1e-8)
-        rows.append(compare("Composite Jumper only, 20 streams x 500 p-values: vs online-cp SimpleJumpers",
-                            composite_jumper, online_cp_jumpers, args=(p,), ref_args=(p.numpy(),), repeats=3))
+        rows.append(
+            compare(
+                "Composite Jumper only, 20 streams x 500 p-values: vs online-cp "
+                "SimpleJumpers",
+                composite_jumper,
+                online_cp_jumpers,
+                args=(p,),
+                ref_args=(p.numpy(),),
+                repeats=3,
+            )
+        )
     except ImportError:
         pass
     return rows

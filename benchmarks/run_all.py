@@ -1,5 +1,6 @@
-"""Run every benchmarks/bench_*.py (each has ``main() -> list of compare() rows``) and write
-benchmarks/results.md. Usage: python benchmarks/run_all.py [name-filter]"""
+"""Run every benchmarks/bench_*.py (each has ``main() -> list of compare() rows``) and
+write benchmarks/results.md. Usage: python benchmarks/run_all.py [name-filter]"""
+
 import importlib.util
 import pathlib
 import platform
@@ -14,7 +15,9 @@ from harness import table  # noqa: E402
 
 def main(argv):
     pattern = argv[0] if argv else ""
-    threads = torch.get_num_threads()  # benchmarks may change it; report what the run started with
+    threads = (
+        torch.get_num_threads()
+    )  # benchmarks may change it; report what the run started with
     sections = []
     for path in sorted(HERE.glob("bench_*.py")):
         if pattern not in path.stem:
@@ -25,8 +28,16 @@ def main(argv):
         rows = mod.main()
         sections.append(f"## {path.stem}\n\n{table(rows)}\n")
         print(f"{path.stem}: {len(rows)} rows")
-    dev = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.machine()}, {threads} threads at start; some benchmarks set their own)"
-    header = f"# Benchmarks\n\nMachine: {dev}; torch {torch.__version__}. Ratio > 1: ours is faster.\n\n"
+    dev = (
+        torch.cuda.get_device_name()
+        if torch.cuda.is_available()
+        else f"CPU ({platform.machine()}, {threads} threads at start; "
+        "some benchmarks set their own)"
+    )
+    header = (
+        f"# Benchmarks\n\nMachine: {dev}; torch {torch.__version__}. "
+        "Ratio > 1: ours is faster.\n\n"
+    )
     (HERE / "results.md").write_text(header + "\n".join(sections))
     return 0
 

@@ -1,1 +1,2 @@
-"""ICML 2025 in Code: one package per paper (``lib.<slug>``) plus shared helpers in ``lib.common``."""
+"""ICML 2025 in Code: one package per paper (``lib.<slug>``) plus shared helpers in
+``lib.common``."""

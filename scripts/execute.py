@@ -1,8 +1,11 @@
-"""Re-run chapters top to bottom in a fresh kernel, in place, storing outputs and widget state.
+"""Re-run chapters top to bottom in a fresh kernel, in place, storing outputs and widget
+state.
 
-Usage: python scripts/execute.py book/<slug>.ipynb [...]   (the Makefile's `make execute [SLUG=...]`)
-The kernel is this interpreter's (the project's venv); the working directory is the notebook's.
+Usage: python scripts/execute.py book/<slug>.ipynb [...]   (the Makefile's `make execute
+[SLUG=...]`) The kernel is this interpreter's (the project's venv); the working
+directory is the notebook's.
 """
+
 import os
 import pathlib
 import sys
@@ -12,8 +15,10 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError
 
-# No chapter cell may take this long (a whole chapter has a 3-minute budget); a cell that does is
-# the client stalling on a reply it missed (jupyter/nbclient#312), and the notebook is re-run once.
+# No chapter cell may take this long (a whole chapter has a 3-minute budget); a cell
+# that does is
+# the client stalling on a reply it missed (jupyter/nbclient#312), and the notebook is
+# re-run once.
 CELL_TIMEOUT_S = 400
 
 
@@ -24,15 +29,24 @@ def execute(path: pathlib.Path, attempts: int = 2) -> float:
         except CellTimeoutError:
             if attempt == attempts:
                 raise
-            print(f"{path}: a cell timed out after {CELL_TIMEOUT_S} s; re-running the notebook", file=sys.stderr)
+            print(
+                f"{path}: a cell timed out after {CELL_TIMEOUT_S} s; re-running the "
+                f"notebook",
+                file=sys.stderr,
+            )
     raise AssertionError("unreachable")
 
 
 def _execute_once(path: pathlib.Path) -> float:
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=False,
-                            store_widget_state=True,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        allow_errors=False,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     t0 = time.perf_counter()
     client.execute()
     wall = time.perf_counter() - t0

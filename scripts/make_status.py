@@ -1,8 +1,10 @@
 """Write book/status.md and the README's chapter table from the last nbval run.
 
-Sources: book/_data/papers.json (the 19 papers), book/_data/nbval_status.json (written by the root
-conftest.py during `make nbval`), results/<slug>.json (FULL-preset runs with provenance).
+Sources: book/_data/papers.json (the 19 papers), book/_data/nbval_status.json (written
+by the root conftest.py during `make nbval`), results/<slug>.json (FULL-preset runs with
+provenance).
 """
+
 import json
 import pathlib
 import re
@@ -30,7 +32,9 @@ def rows():
 def runtime(run):
     if not run:
         return "not run"
-    return f"{run['seconds']:.0f} s" + ("" if run["seconds"] <= BUDGET_S else " (over budget)")
+    return f"{run['seconds']:.0f} s" + (
+        "" if run["seconds"] <= BUDGET_S else " (over budget)"
+    )
 
 
 def full_cell(full):
@@ -54,40 +58,70 @@ def status_md():
     lines = [
         "# Status",
         "",
-        "One row per paper. *CPU runtime* is the chapter's wall time under strict nbval (`make nbval`) on",
-        f"the machine named in the table; the budget is {BUDGET_S} s a chapter. *FULL results* says whether",
-        "`results/<slug>.json` exists and where it was computed. *Claims* counts the chapter's rows on the",
-        "{doc}`claims ledger <claims>` by verdict. This page is regenerated on request by `make status`",
-        "(`scripts/make_status.py`) from the last nbval run (`make test` leaves tracked files alone).",
+        "One row per paper. *CPU runtime* is the chapter's wall time under strict "
+        "nbval (`make nbval`) on",
+        f"the machine named in the table; the budget is {BUDGET_S} s a chapter. *FULL "
+        f"results* says whether",
+        "`results/<slug>.json` exists and where it was computed. *Claims* counts the "
+        "chapter's rows on the",
+        "{doc}`claims ledger <claims>` by verdict. This page is regenerated on request "
+        "by `make status`",
+        "(`scripts/make_status.py`) from the last nbval run (`make test` leaves "
+        "tracked files alone).",
         "",
-        "| part | chapter | nbval | CPU runtime | measured on | FULL results | claims |",
+        "| part | chapter | nbval | CPU runtime | measured on | FULL results | claims "
+        "|",
         "|---|---|---|---|---|---|---|",
     ]
     for p, exists, run, full in rows():
         if exists:
             chapter = f"[{p['title']}]({p['slug']}.ipynb)"
-            verdict = "pass" if run and run["passed"] else ("fail" if run else "not run")
+            verdict = (
+                "pass" if run and run["passed"] else ("fail" if run else "not run")
+            )
             where = f"{run['machine']}, {run['date'][:10]}" if run else ""
-            lines.append(f"| {p['part']} | {chapter} | {verdict} | {runtime(run)} | {where} | "
-                         f"{full_cell(full)} | {claims_cell(p['slug'])} |")
+            lines.append(
+                f"| {p['part']} | {chapter} | {verdict} | {runtime(run)} | {where} | "
+                f"{full_cell(full)} | {claims_cell(p['slug'])} |"
+            )
         else:
-            lines.append(f"| {p['part']} | {p['title']} ({p['authors']}) | planned | | | | |")
+            lines.append(
+                f"| {p['part']} | {p['title']} ({p['authors']}) | planned | | | | |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def readme_table():
     lines = ["| paper | chapter | status | CPU runtime |", "|---|---|---|---|"]
     for p, exists, run, full in rows():
-        chapter = f"[`book/{p['slug']}.ipynb`](book/{p['slug']}.ipynb)" if exists else f"`{p['slug']}`"
-        status = ("nbval pass" if run and run["passed"] else "nbval fail" if run else "written") if exists else "planned"
+        chapter = (
+            f"[`book/{p['slug']}.ipynb`](book/{p['slug']}.ipynb)"
+            if exists
+            else f"`{p['slug']}`"
+        )
+        status = (
+            (
+                "nbval pass"
+                if run and run["passed"]
+                else "nbval fail"
+                if run
+                else "written"
+            )
+            if exists
+            else "planned"
+        )
         if full:
             status += f", FULL on {full['provenance']['device']}"
-        lines.append(f"| {p['title']} ({p['authors']}) | {chapter} | {status} | {runtime(run) if exists else ''} |")
+        lines.append(
+            f"| {p['title']} ({p['authors']}) | {chapter} | {status} | "
+            f"{runtime(run) if exists else ''} |"
+        )
     return "\n".join(lines)
 
 
 def merge_last_run():
-    """Copy the runtimes of the last nbval run (_build/nbval_status.json) into book/_data/."""
+    """Copy the runtimes of the last nbval run (_build/nbval_status.json) into
+    book/_data/."""
     last = load(ROOT / "_build/nbval_status.json", {})
     if last:
         path = ROOT / "book/_data/nbval_status.json"
@@ -100,10 +134,17 @@ def main():
     (ROOT / "book/status.md").write_text(status_md())
     readme = ROOT / "README.md"
     text = readme.read_text()
-    new, n = re.subn(r"(<!-- chapters:start -->\n)(?:.*?\n)?(<!-- chapters:end -->)",
-                     lambda m: m.group(1) + readme_table() + "\n" + m.group(2), text, flags=re.S)
+    new, n = re.subn(
+        r"(<!-- chapters:start -->\n)(?:.*?\n)?(<!-- chapters:end -->)",
+        lambda m: m.group(1) + readme_table() + "\n" + m.group(2),
+        text,
+        flags=re.S,
+    )
     if n != 1:
-        print("make_status: README.md lacks the <!-- chapters:start/end --> markers", file=sys.stderr)
+        print(
+            "make_status: README.md lacks the <!-- chapters:start/end --> markers",
+            file=sys.stderr,
+        )
         return 1
     if new != text:
         readme.write_text(new)

@@ -336,3 +336,23 @@ def test_cpu_and_cuda_agree():
     rc = B.expected_regret(pc, cpu.m, cpu.noise).sum()
     rg = B.expected_regret(pg, gpu.m, gpu.noise).sum().cpu()
     assert torch.allclose(rc, rg, rtol=1e-9)
+
+
+def test_nan_price_and_bad_config_are_rejected():
+    """A NaN price never reads as "no trade", NaN prices never read as zero regret; configs and noise laws
+    check their fields (issue 37)."""
+    v, w = torch.tensor([0.2, 0.7], dtype=torch.float64), torch.tensor([0.7, 0.2], dtype=torch.float64)
+    with pytest.raises(ValueError, match="p: expected finite values, got NaN"):
+        B.gft(torch.tensor([float("nan"), 0.5], dtype=torch.float64), v, w)
+    with pytest.raises(ValueError, match="p: expected a finite number"):
+        B.gft(float("nan"), v, w)
+    law = B.make_noise("uniform", 2.0)
+    with pytest.raises(ValueError, match="p: expected finite values"):
+        B.expected_regret(torch.tensor([float("nan")]), torch.tensor([0.5]), law)
+    with pytest.raises(ValueError, match="name: expected one of"):
+        B.NoiseLaw("gauss", 2.0, ((1.0, 0.25),))
+    for bad, words in ((dict(runs=0), "runs"), (dict(horizon=-8), "horizon"), (dict(L=float("nan")), "L"),
+                       (dict(kappas=(0.5, float("inf"))), "kappas"), (dict(scaling_ds=(2, 0)), "scaling_ds"),
+                       (dict(claim_seeds=(1, -2)), "claim_seeds")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            B.Config(**bad)

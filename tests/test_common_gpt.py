@@ -1,15 +1,28 @@
-"""Tests for lib.common.gpt: shapes, causality, the loss against a hand computation, sampling,
-training on a learnable sequence, and input errors."""
+"""Tests for lib.common.gpt: shapes, causality, the loss against a hand computation,
+sampling, training on a learnable sequence, and input errors."""
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from lib.common.gpt import GPT, Block, CausalSelfAttention, GPTConfig, MLP, Vocab, fit_lm, lm_loss, sample
+from lib.common.gpt import (
+    GPT,
+    Block,
+    CausalSelfAttention,
+    GPTConfig,
+    MLP,
+    Vocab,
+    fit_lm,
+    lm_loss,
+    sample,
+)
 
 
 def small(**kw):
     torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=11, block_size=16, n_layer=2, n_head=2, d_model=16, **kw))
+    return GPT(
+        GPTConfig(vocab_size=11, block_size=16, n_layer=2, n_head=2, d_model=16, **kw)
+    )
 
 
 def test_shapes_and_tied_head():
@@ -55,7 +68,9 @@ def test_lm_loss_reductions():
     torch.manual_seed(2)
     logits, tgt = torch.randn(2, 4, 5), torch.randint(0, 5, (2, 4))
     mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)
-    ce = F.cross_entropy(logits.reshape(8, 5), tgt.reshape(8), reduction="none").view(2, 4)
+    ce = F.cross_entropy(logits.reshape(8, 5), tgt.reshape(8), reduction="none").view(
+        2, 4
+    )
     assert torch.allclose(lm_loss(logits, tgt), ce.mean())
     assert torch.allclose(lm_loss(logits, tgt, mask), ce[0, :2].mean())
     ps = lm_loss(logits, tgt, mask, reduction="per_sample")
@@ -78,9 +93,11 @@ def test_fit_and_sample_learn_a_cycle():
     # the sequence 3,4,5,6,3,4,5,6,... is learnable: greedy sampling must continue it
     m = small()
     seq = torch.tensor([3, 4, 5, 6] * 5)
-    rows = torch.stack([seq[i:i + 9] for i in range(8)])
+    rows = torch.stack([seq[i : i + 9] for i in range(8)])
     g = torch.Generator().manual_seed(0)
-    losses = fit_lm(m, rows[:, :-1], rows[:, 1:], steps=150, batch_size=8, lr=3e-3, generator=g)
+    losses = fit_lm(
+        m, rows[:, :-1], rows[:, 1:], steps=150, batch_size=8, lr=3e-3, generator=g
+    )
     assert losses[-1] < 0.1 * losses[0]
     out = sample(m, torch.tensor([[3, 4]]), 6, temperature=0)
     assert out[0].tolist() == [3, 4, 5, 6, 3, 4, 5, 6]
@@ -94,7 +111,7 @@ def test_sample_reproducible_and_eos():
     assert torch.equal(a, b) and a.shape == (4, 9)
     c = sample(m, p, 8, generator=torch.Generator().manual_seed(3), eos_id=int(a[0, 1]))
     first = (c[0, 1:] == a[0, 1]).nonzero()[0, 0]
-    assert (c[0, 1 + first:] == a[0, 1]).all()
+    assert (c[0, 1 + first :] == a[0, 1]).all()
     assert sample(m, p, 4, top_k=1).equal(sample(m, p, 4, temperature=0))
 
 
@@ -109,14 +126,23 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="idx"):
         m(torch.zeros(1, 17, dtype=torch.long))
     with pytest.raises(ValueError, match="reduction"):
-        lm_loss(torch.randn(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), reduction="sum")
+        lm_loss(
+            torch.randn(1, 2, 3), torch.zeros(1, 2, dtype=torch.long), reduction="sum"
+        )
     with pytest.raises(ValueError, match="targets"):
         lm_loss(torch.randn(1, 2, 3), torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="temperature"):
         sample(m, torch.zeros(1, 1, dtype=torch.long), 2, temperature=-1)
     with pytest.raises(TypeError, match="generator"):
-        fit_lm(m, torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.long),
-               steps=1, batch_size=1, lr=1e-3, generator=0)
+        fit_lm(
+            m,
+            torch.zeros(2, 3, dtype=torch.long),
+            torch.zeros(2, 3, dtype=torch.long),
+            steps=1,
+            batch_size=1,
+            lr=1e-3,
+            generator=0,
+        )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -129,6 +155,7 @@ def test_cuda_parity():
 def test_per_sample_grads_under_vmap_match_loop():
     import warnings
     from torch.func import functional_call, grad, vmap
+
     m = small().eval()
     params = {k: v.detach() for k, v in m.named_parameters()}
 
@@ -137,7 +164,7 @@ def test_per_sample_grads_under_vmap_match_loop():
 
     x, y = torch.randint(0, 11, (3, 8)), torch.randint(0, 11, (3, 8))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                  # no slow-path fallback warning
+        warnings.simplefilter("error")  # no slow-path fallback warning
         g = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
     for i in range(3):
         names, ps = zip(*m.named_parameters())
@@ -157,9 +184,12 @@ def test_math_attention_equals_fused():
 def test_sample_banned_and_early_stop():
     m = small()
     p = torch.zeros(3, 1, dtype=torch.long)
-    out = sample(m, p, 10, generator=torch.Generator().manual_seed(0), banned=(0, 1, 2, 3))
+    out = sample(
+        m, p, 10, generator=torch.Generator().manual_seed(0), banned=(0, 1, 2, 3)
+    )
     assert not torch.isin(out[:, 1:], torch.tensor([0, 1, 2, 3])).any()
-    # greedy decoding whose first token is eos everywhere: stops at once, eos-filled to full length
+    # greedy decoding whose first token is eos everywhere: stops at once, eos-filled to
+    # full length
     first = int(sample(m, p, 1, temperature=0)[0, 1])
     out = sample(m, p, 6, temperature=0, eos_id=first)
     assert out.shape == (3, 7) and (out[:, 1:] == first).all()

@@ -1,5 +1,7 @@
-"""Unit tests of lib.common.train: the small-classifier loop (determinism, the global random state
-left alone, the sampling schemes against a written-out loop, learning) and its bad-input errors."""
+"""Unit tests of lib.common.train: the small-classifier loop (determinism, the global
+random state left alone, the sampling schemes against a written-out loop, learning) and
+its bad-input errors."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -12,12 +14,16 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA de
 def _data(n=96, d=6, seed=0):
     g = make_generator(seed)
     x = torch.randn(n, d, generator=g)
-    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long() + (x[:, 2] > 1).long()       # 3 classes, learnable
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long() + (
+        x[:, 2] > 1
+    ).long()  # 3 classes, learnable
     return x, y
 
 
 def _net(d=6, seed=1):
-    return seeded_init(lambda: nn.Sequential(nn.Linear(d, 16), nn.ReLU(), nn.Linear(16, 3)), seed)
+    return seeded_init(
+        lambda: nn.Sequential(nn.Linear(d, 16), nn.ReLU(), nn.Linear(16, 3)), seed
+    )
 
 
 def _params(model):
@@ -48,7 +54,9 @@ def test_int_seed_equals_generator_and_stream_continues():
     ref = make_generator(3)
     for _ in range(20):
         torch.randint(len(x), (8,), generator=ref)
-    assert torch.equal(g.get_state(), ref.get_state())   # exactly steps × batch_size draws were taken
+    assert torch.equal(
+        g.get_state(), ref.get_state()
+    )  # exactly steps × batch_size draws were taken
 
 
 def test_global_random_state_untouched():
@@ -76,8 +84,12 @@ def _naive(model, x, y, g, lr, batch_size, epochs=None, steps=None):
     """The loop written out, as the chapters wrote it before the helper."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     if epochs is not None:
-        idx = [o[i:i + batch_size] for _ in range(epochs) for o in [torch.randperm(len(x), generator=g)]
-               for i in range(0, len(x), batch_size)]
+        idx = [
+            o[i : i + batch_size]
+            for _ in range(epochs)
+            for o in [torch.randperm(len(x), generator=g)]
+            for i in range(0, len(x), batch_size)
+        ]
     else:
         idx = [torch.randint(len(x), (batch_size,), generator=g) for _ in range(steps)]
     losses = []
@@ -92,7 +104,7 @@ def _naive(model, x, y, g, lr, batch_size, epochs=None, steps=None):
 
 @pytest.mark.parametrize("scheme", [{"epochs": 2}, {"steps": 13}])
 def test_matches_the_written_out_loop(scheme):
-    x, y = _data(n=50)                 # 50 rows, batches of 16: the last batch of an epoch has 2
+    x, y = _data(n=50)  # 50 rows, batches of 16: the last batch of an epoch has 2
     m1, m2 = _net(), _net()
     got = fit_classifier(m1, x, y, generator=5, batch_size=16, lr=1e-2, **scheme)
     want = _naive(m2, x, y, make_generator(5), 1e-2, 16, **scheme)
@@ -106,7 +118,10 @@ def test_tuple_output_uses_the_first_element_and_it_learns():
     class WithFeatures(nn.Module):
         def __init__(self):
             super().__init__()
-            self.body, self.head = nn.Sequential(nn.Linear(6, 32), nn.ReLU()), nn.Linear(32, 3)
+            self.body, self.head = (
+                nn.Sequential(nn.Linear(6, 32), nn.ReLU()),
+                nn.Linear(32, 3),
+            )
 
         def forward(self, x):
             h = self.body(x)
@@ -120,24 +135,35 @@ def test_tuple_output_uses_the_first_element_and_it_learns():
     assert sum(losses[-10:]) / 10 < 0.5 * sum(losses[:10]) / 10 and acc > 0.9
 
 
-@pytest.mark.parametrize("kwargs, exc, words", [
-    ({"model": "net"}, TypeError, "model"),
-    ({"x": [[0.0]]}, TypeError, "x"),
-    ({"y": torch.zeros(5, dtype=torch.long)}, ValueError, "y"),
-    ({"y": torch.zeros(96)}, TypeError, "y: expected int64"),
-    ({"batch_size": 0}, ValueError, "batch_size"),
-    ({"lr": -1.0}, ValueError, "lr"),
-    ({"epochs": None}, ValueError, "exactly one of epochs and steps"),
-    ({"steps": 3}, ValueError, "exactly one of epochs and steps"),
-    ({"epochs": 0}, ValueError, "epochs"),
-    ({"epochs": None, "steps": 1.5}, TypeError, "steps"),
-    ({"generator": "seed"}, TypeError, "generator"),
-    ({"generator": -1}, ValueError, "generator"),
-    ({"weight_decay": -0.1}, ValueError, "weight_decay"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, words",
+    [
+        ({"model": "net"}, TypeError, "model"),
+        ({"x": [[0.0]]}, TypeError, "x"),
+        ({"y": torch.zeros(5, dtype=torch.long)}, ValueError, "y"),
+        ({"y": torch.zeros(96)}, TypeError, "y: expected int64"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"lr": -1.0}, ValueError, "lr"),
+        ({"epochs": None}, ValueError, "exactly one of epochs and steps"),
+        ({"steps": 3}, ValueError, "exactly one of epochs and steps"),
+        ({"epochs": 0}, ValueError, "epochs"),
+        ({"epochs": None, "steps": 1.5}, TypeError, "steps"),
+        ({"generator": "seed"}, TypeError, "generator"),
+        ({"generator": -1}, ValueError, "generator"),
+        ({"weight_decay": -0.1}, ValueError, "weight_decay"),
+    ],
+)
 def test_bad_inputs_name_the_argument(kwargs, exc, words):
     x, y = _data()
-    args = {"model": _net(), "x": x, "y": y, "generator": 0, "batch_size": 8, "lr": 1e-2, "epochs": 1}
+    args = {
+        "model": _net(),
+        "x": x,
+        "y": y,
+        "generator": 0,
+        "batch_size": 8,
+        "lr": 1e-2,
+        "epochs": 1,
+    }
     args.update(kwargs)
     with pytest.raises(exc, match=words):
         fit_classifier(args.pop("model"), args.pop("x"), args.pop("y"), **args)
@@ -158,7 +184,11 @@ def test_cpu_cuda_parity():
     runs = []
     for dev in ("cpu", "cuda"):
         m = _net().to(dev)
-        runs.append(fit_classifier(m, x, y, generator=2, epochs=2, batch_size=16, lr=1e-2, device=dev))
+        runs.append(
+            fit_classifier(
+                m, x, y, generator=2, epochs=2, batch_size=16, lr=1e-2, device=dev
+            )
+        )
         assert next(m.parameters()).device.type == dev
     assert torch.allclose(torch.tensor(runs[0]), torch.tensor(runs[1]), atol=1e-4)
     gen = torch.Generator(device="cuda")

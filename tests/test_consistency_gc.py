@@ -198,3 +198,32 @@ def test_cpu_cuda_parity():
     z = torch.randn(100, 2, generator=_g(1))
     a, b = (r.one_step(z).cpu() for r in runs)
     assert torch.allclose(a, b, atol=1e-3)
+
+
+@pytest.mark.parametrize("bad, words", [
+    (dict(steps=-1), "steps"), (dict(batch=0), "batch"), (dict(sigma_min=float("nan")), "sigma_min"),
+    (dict(ema_decay=1.5), "ema_decay"), (dict(loss="l1"), "loss"), (dict(s0=20, s1=10), "s1"),
+    (dict(sigma_max=1e-4), "sigma_max"), (dict(hidden=7), "hidden"),
+])
+def test_train_config_rejects_bad_fields(bad, words):
+    with pytest.raises((TypeError, ValueError), match=words):
+        cg.TrainConfig(**bad)
+
+
+def test_config_rejects_bad_fields():
+    for bad, words in ((dict(n_seeds=0), "n_seeds"), (dict(image_mu=1.5), "image_mu"),
+                       (dict(diag_sigmas=(0.1, -1.0)), "diag_sigmas"), (dict(image_size=5), "image_size"),
+                       (dict(toy="fast"), "toy")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            cg.Config(**bad)
+
+
+def test_nan_inputs_are_rejected():
+    x0 = torch.zeros(1, 2, 2)
+    sig = torch.ones(1, 2)
+    with pytest.raises(ValueError, match="x0: expected finite values"):
+        cg.consistency_pairs(x0 + float("nan"), x0, sig, 2 * sig)
+    with pytest.raises(ValueError, match="sigma: expected finite noise levels"):
+        cg.edm_scalings(torch.tensor([float("nan")]))
+    with pytest.raises(ValueError, match="f1: expected finite values"):
+        cg.frechet_distance(torch.full((4, 2), float("nan")), torch.zeros(4, 2))

@@ -193,14 +193,34 @@ def test_vae_trains_and_is_finite():
     assert torch.equal(z, vae_embedding(x, steps=30, seed=0))   # seeded: reproducible
 
 
-def test_run_experiment_tiny_has_the_same_keys():
-    tiny = dataclasses.replace(SMOKE, n_circle=200, n_sphere=300, n_eigs=6, k=30, k_bandwidth=10,
+KEYS = {"radius_sweep", "dim_sweep", "spheres", "count_slope", "mnist", "baselines", "kernel_and_n",
+        "claims"}
+
+
+def _shrunk(cfg):
+    return dataclasses.replace(cfg, n_circle=200, n_sphere=300, n_eigs=6, k=30, k_bandwidth=10,
                                radii=(0.4, 0.3), dims=(3, 4), sphere_settings=((3, 0.5),),
                                n_mnist=100, mnist_noise=(1.0,), n_baseline=150,
-                               baseline_radii=(0.2,), vae_steps=5)
-    res = run_experiment(tiny, "cpu")
-    assert set(res) == {"radius_sweep", "dim_sweep", "spheres", "count_slope", "mnist", "baselines"}
+                               baseline_radii=(0.2,), vae_steps=5, claim_n=150,
+                               claim_radii=(0.4, 0.3), claim_dims=(3, 4), sweep_ns=(100, 150),
+                               claim_seeds=(0,))
+
+
+def test_run_experiment_tiny_has_the_same_keys():
+    res = run_experiment(_shrunk(SMOKE), "cpu")
+    assert set(res) == KEYS
     assert all(0 <= s["observed"] <= 6 for s in res["radius_sweep"])
+
+
+def test_full_code_path_with_sizes_shrunk():
+    """FULL's own settings (more radii, D up to 100, the claims' n-sweep), every size shrunk."""
+    from lib.diffusion_maps import FULL
+    cfg = dataclasses.replace(_shrunk(FULL), radii=FULL.radii[:3], dims=(3, 100))
+    res = run_experiment(cfg, "cpu")
+    assert set(res) == KEYS
+    assert [s["D"] for s in res["dim_sweep"]] == [3, 100]
+    assert {(r["D"], r["n"]) for r in res["kernel_and_n"]} == {(3, 100), (3, 150), (4, 100), (4, 150)}
+    assert set(res["claims"]["threshold"]["values"]) == {0}
 
 
 def test_presets_live_in_the_package_and_old_path_still_imports():
@@ -208,6 +228,63 @@ def test_presets_live_in_the_package_and_old_path_still_imports():
     from lib.diffusion_maps.experiment import FULL, SMOKE as smoke, Config
     assert Config is dm.Config and smoke is dm.SMOKE and FULL is dm.FULL
     assert Config.__module__ == "lib.diffusion_maps"
+
+
+# ---------------------------------------------------------------- the untruncated kernel and the CPU path
+def test_untruncated_kernel_equals_knn_with_every_neighbour():
+    x, _ = noisy_circle(150, 3, 0.2, _gen(3))
+    full = diffusion_map(x, eps=0.05, k=None, n_eigs=5)
+    every = diffusion_map(x, eps=0.05, k=150, n_eigs=5, solver="dense")
+    assert torch.allclose(full.eigenvalues, every.eigenvalues, atol=1e-10)
+    assert torch.allclose(full.eigenvectors.abs(), every.eigenvectors.abs(), atol=1e-6)
+
+
+def test_cpu_csr_kernel_matches_torch_coo_kernel():
+    from lib.diffusion_maps.graph import KDTREE_MAX_DIM, kernel_matrix
+    for D in (3, KDTREE_MAX_DIM + 4):                            # k-d tree and brute force
+        x, _ = noisy_circle(140, D, 0.2, _gen(4))
+        ref = gaussian_affinity(x, 0.05, 9).to_dense().numpy()
+        assert np.allclose(kernel_matrix(x.numpy(), 0.05, 9).toarray(), ref, atol=1e-12)
+    dense = kernel_matrix(x.numpy(), 0.05, None)
+    assert np.allclose(dense, torch.exp(-torch.cdist(x, x) ** 2 / 0.05).numpy(), atol=1e-12)
+
+
+def test_sparse_eigsh_path_matches_torch_path():
+    from lib.diffusion_maps.dmap import _eigsh, markov_operator as mo
+    x, _ = _curve(300)
+    fast = diffusion_map(x, eps=0.02, k=40, n_eigs=6)
+    s, _ = mo(gaussian_affinity(x, 0.02, 40), 1.0)
+    vals, _ = _eigsh(s, 7, 0)
+    assert torch.allclose(fast.eigenvalues, torch.sort(vals, descending=True).values, atol=1e-10)
+
+
+def test_wobble_makes_the_radius_vary_along_the_circle():
+    x, theta = noisy_circle(4000, 3, 0.2, _gen(5), wobble=0.5)
+    foot = torch.stack([torch.cos(theta), torch.sin(theta), torch.zeros_like(theta)], 1)
+    dist = (x - foot).norm(dim=1)
+    assert (dist <= 0.2 * (1 + 0.5 * torch.cos(theta)) + 1e-12).all()
+    assert dist[theta.cos() > 0.9].max() > 0.28 and dist[theta.cos() < -0.9].max() < 0.11
+
+
+# ---------------------------------------------------------------- the claims and their controls
+def test_claims_and_controls_separate_at_a_tiny_size():
+    from lib.diffusion_maps import judge, measure_claims
+    from lib.diffusion_maps.claims import CLAIMS
+    tiny = dataclasses.replace(SMOKE, claim_n=500, claim_radii=(0.4, 0.3, 0.25), claim_dims=(3, 10),
+                               n_eigs=16, k_bandwidth=32)
+    m = measure_claims(tiny, (0,), "cpu")
+    th, amb = m["threshold"], m["ambient"]
+    assert th["values"][0] <= 2 < th["control"][0]             # a wobbling tube misses the count
+    assert amb["values"][0] >= -2 > amb["control"][0]          # per-coordinate noise degrades
+    results = judge(m)
+    assert [r.claim.id for r in results] == [c.id for c in CLAIMS]
+    assert results[-1].verdict == "not tested here"
+
+
+def test_digit_radius_puts_the_prediction_at_the_target():
+    from lib.diffusion_maps.claims import digit_radius
+    for count in (6, 10, 20):
+        assert predicted_count_circle(digit_radius(189.0, count), 784, 189.0) == count
 
 
 # ---------------------------------------------------------------- bad inputs
@@ -224,6 +301,8 @@ def test_presets_live_in_the_package_and_old_path_still_imports():
     (lambda: neumann_ball_nu1(0), ValueError, ["m", ">= 1", "0"]),
     (lambda: noisy_circle(10, 1, 0.1), ValueError, ["D", ">= 2", "1"]),
     (lambda: noisy_circle(10, 3, -0.1), ValueError, ["r", "> 0", "-0.1"]),
+    (lambda: noisy_circle(10, 3, 0.1, wobble=1.0), ValueError, ["wobble", "[0, 1)", "1.0"]),
+    (lambda: diffusion_map(torch.rand(20, 2), 0.1, k=21, n_eigs=2), ValueError, ["k", "20", "21"]),
     (lambda: r_squared(torch.rand(5, 2), torch.rand(4, 2)), ValueError, ["basis", "5", "4"]),
 ])
 def test_bad_inputs(call, exc, words):
@@ -245,3 +324,22 @@ def test_cpu_cuda_parity():
     assert torch.allclose(d2g.cpu(), d2c, atol=1e-9)
     lob = diffusion_map(x.cuda(), eps=0.02, k=64, n_eigs=8, solver="lobpcg")
     assert torch.allclose(lob.eigenvalues.cpu(), cpu.eigenvalues, atol=1e-5)
+
+
+def test_nan_and_bad_config_are_rejected():
+    """A NaN R^2 never reads as "vertical", NaN points raise before the graph, Config fields are checked
+    (issue 37)."""
+    import lib.diffusion_maps as dmaps
+    with pytest.raises(ValueError, match="r2: expected finite values, got NaN"):
+        dmaps.count_recovered(torch.tensor([0.9, float("nan"), 0.8]))
+    x = torch.rand(20, 3, dtype=torch.float64)
+    x[2, 1] = float("nan")
+    with pytest.raises(ValueError, match="x: expected finite values, got NaN"):
+        dmaps.diffusion_map(x, 0.1, k=5, n_eigs=2)
+    with pytest.raises(ValueError, match="x: expected finite values"):
+        dmaps.knn(x, 3)
+    for bad, words in ((dict(n_circle=0), "n_circle"), (dict(radii=(0.3, -0.1)), "radii"),
+                       (dict(r2_cut=1.5), "r2_cut"), (dict(eps_scale=float("nan")), "eps_scale"),
+                       (dict(mnist_digit=12), "mnist_digit"), (dict(sphere_settings=((2, 0.4),)), "sphere_settings")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            dmaps.Config(**bad)

@@ -1,4 +1,6 @@
-"""The benchmark harness times both functions on the same inputs and reports the ratio."""
+"""The benchmark harness times both functions on the same inputs and reports the
+ratio."""
+
 import sys
 import pathlib
 
@@ -10,10 +12,17 @@ import harness  # noqa: E402
 
 def test_compare_reports_ratio():
     calls = []
-    row = harness.compare("toy", lambda x: calls.append(("ours", x)), lambda x: calls.append(("ref", x)),
-                          args=(3,), repeats=2)
+    row = harness.compare(
+        "toy",
+        lambda x: calls.append(("ours", x)),
+        lambda x: calls.append(("ref", x)),
+        args=(3,),
+        repeats=2,
+    )
     assert set(row) == {"benchmark", "ours_ms", "reference_ms", "speedup"}
-    assert calls.count(("ours", 3)) == 3 and calls.count(("ref", 3)) == 3  # warm-up + 2 repeats
+    assert (
+        calls.count(("ours", 3)) == 3 and calls.count(("ref", 3)) == 3
+    )  # warm-up + 2 repeats
     assert "| toy |" in harness.table([row])
 
 

@@ -311,11 +311,35 @@ def test_bad_inputs_name_the_argument():
         le.thresholds(1)
     with pytest.raises(ValueError, match="homophily: expected a number in \\[0, 1\\], got 1.5"):
         le.csbm(10, 1.5)
-    with pytest.raises(ValueError, match=r"ect_h: expected the shape of ect_g \(4, 3\), got \(4, 2\)"):
+    with pytest.raises(ValueError, match=r"ect_g, ect_h: expected one shape, got \(4, 3\) and \(4, 2\)"):
         le.rotation_distance_2d(torch.rand(4, 3), torch.rand(4, 2))
     with pytest.raises(ValueError, match="kind: expected 'gcn' or 'gat', got 'gin'"):
         le.train_gnn("gin", x, torch.tensor([[0], [1]]), torch.zeros(5, dtype=torch.long),
                      torch.tensor([0]), torch.tensor([1]))
+
+
+def test_nan_features_and_bad_config_are_rejected():
+    """The binned (exact) ECT and the classifiers read no NaN silently; Config fields are checked (issue 37)."""
+    x = torch.rand(5, 2)
+    x[1, 0] = float("nan")
+    v, t = le.circle_directions(4), le.thresholds(5)
+    with pytest.raises(ValueError, match="x: expected finite values, got NaN"):
+        le.ect(x, v, t)
+    with pytest.raises(ValueError, match="x: expected finite values"):
+        le.local_ect(x, torch.tensor([[0], [1]]), 1, v, t)
+    j = torch.zeros(5, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"j: expected entry indices in \[0, num_thresholds=5\]"):
+        le.binned_ect(j - 1, torch.zeros(5, dtype=torch.long), 1, 5)
+    with pytest.raises(ValueError, match=r"owner: expected graph ids in \[0, num_graphs=1\)"):
+        le.binned_ect(j, torch.ones(5, dtype=torch.long), 1, 5)
+    with pytest.raises(TypeError, match="num_graphs: expected an int"):
+        le.binned_ect(j, torch.zeros(5, dtype=torch.long), 1.5, 5)
+    with pytest.raises(ValueError, match="features: expected finite values"):
+        le.gbdt_accuracy(x, torch.zeros(5, dtype=torch.long), torch.tensor([0, 2]), torch.tensor([3, 4]))
+    for bad, words in ((dict(num_seeds=0), "num_seeds"), (dict(train_fraction=1.0), "train_fraction"),
+                       (dict(homophily=(0.5, 1.5)), "homophily"), (dict(scale=float("nan")), "scale")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            le.Config(**bad)
 
 
 # ---------------------------------------------------------------- CPU / CUDA parity

@@ -308,3 +308,30 @@ def test_cpu_gpu_parity(head):
     grid_gpu = O.Grid(grid.knots.cuda(), grid.edges.cuda())
     g_gpu, _ = O.solve_shaping(pi.cuda(), po.cuda(), grid_gpu, steps=30)
     np.testing.assert_allclose(g_gpu.cpu().numpy(), g_cpu.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_nan_activations_and_bad_config_are_rejected():
+    """NaN never reads as a dead unit, a score or a probability; the variational terms check their inputs
+    and Config fields are checked on construction (issue 37)."""
+    grid = O.make_grid(1.0, 8)
+    x = torch.rand(50)
+    x[3] = float("nan")
+    with pytest.raises(ValueError, match="x: expected finite values, got NaN"):
+        O.histogram(x, grid)
+    p = O.histogram(torch.rand(50), grid)
+    g = grid.knots.clone()
+    with pytest.raises(ValueError, match="p_ood: expected probabilities"):
+        O.kl_ib_terms(g, p, torch.full_like(p, float("nan")), 0.05)
+    with pytest.raises(ValueError, match="sigma: expected a finite number > 0"):
+        O.channel_densities(g, p, p, 0.0)
+    with pytest.raises(ValueError, match="prior: expected a number in"):
+        O.kl_ib_loss(g, p, p, 1.0, 0.05, prior=1.5)
+    h, W, b = torch.rand(4, 3), torch.randn(2, 3), torch.zeros(2)
+    with pytest.raises(ValueError, match="h: expected finite values"):
+        O.energy(h * float("nan"), W, b)
+    with pytest.raises(ValueError, match="score_ood: expected scores without NaN"):
+        O.auroc(torch.rand(5), torch.tensor([0.1, float("nan")]))
+    for bad, words in ((dict(arch="resnet"), "arch"), (dict(epochs=0), "epochs"), (dict(sigma=float("nan")), "sigma"),
+                       (dict(react_p=120.0), "react_p"), (dict(vra_p=(95.0, 50.0)), "vra_p")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            O.Config(**bad)

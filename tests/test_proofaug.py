@@ -218,3 +218,21 @@ def test_cpu_cuda_parity_of_the_proposer():
     cpu = model(x)
     gpu = model.to("cuda")(x.to("cuda")).cpu()
     assert torch.allclose(cpu, gpu, atol=1e-4)
+
+
+def test_z3_and_config_reject_bad_input():
+    """z3 never proves a goal under a bogus domain or a negative resource limit, configs are checked (issue 37)."""
+    f = PA.parse_formula("a + b = 5", ("a", "b"), "real")
+    with pytest.raises(ValueError, match="domain: expected one of"):
+        PA.z3_prove([f], f, ("a", "b"), "complex", 1000)
+    with pytest.raises(ValueError, match="rlimit: expected an int >= 1"):
+        PA.z3_prove([f], f, ("a", "b"), "real", -1)
+    with pytest.raises(TypeError, match="hyps: expected a list of Formula"):
+        PA.z3_prove("a + b = 5", f, ("a", "b"), "real", 1000)
+    with pytest.raises(ValueError, match="domain"):
+        PA.Statement(("a",), "complex", (), "a = 1")
+    for bad, words in ((dict(n_samples=-1), "n_samples"), (dict(seeds=0), "seeds"),
+                       (dict(rlimit_hammer=-5), "rlimit_hammer"), (dict(noise_rates=(0.1, 1.5)), "noise_rates"),
+                       (dict(temperature=float("nan")), "temperature")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            PA.Config(**bad)

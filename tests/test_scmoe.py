@@ -310,3 +310,24 @@ def test_cpu_cuda_parity():
     logits = _logits(64, 4)
     r1, r2 = S.route(logits, 2, 1.0), S.route(logits.to("cuda"), 2, 1.0)
     assert torch.equal(r1.expert, r2.expert.cpu()) and torch.equal(r1.keep, r2.keep.cpu())
+
+
+def test_expert_ffn_and_config_reject_bad_input():
+    """expert_ffn checks its weights' shapes and NaN; NaN logits never route; Config fields are checked (issue 37)."""
+    ex = S.Experts(2, 4, 8)
+    buf = torch.zeros(2, 3, 4)
+    w = [t.detach() for t in (ex.w1, ex.b1, ex.w2, ex.b2)]
+    assert S.expert_ffn(buf, *w).shape == (2, 3, 4)
+    with pytest.raises(ValueError, match=r"w1: expected shape \(2, 4, \*\)"):
+        S.expert_ffn(buf, w[0][:, :3], *w[1:])
+    with pytest.raises(ValueError, match="buf: expected finite values, got NaN"):
+        S.expert_ffn(buf + float("nan"), *w)
+    with pytest.raises(ValueError, match="logits: expected finite values, got NaN"):
+        S.route(torch.full((4, 2), float("nan")), 1, 1.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        S.Link(bandwidth=-1.0)
+    for bad, words in ((dict(steps=-1), "steps"), (dict(batch=0), "batch"), (dict(lr=float("nan")), "lr"),
+                       (dict(sp_rhos=(None, 1.5)), "sp_rhos"), (dict(seeds=()), "seeds"),
+                       (dict(sp_n_experts=3), "sp_n_experts")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            S.Config(**bad)

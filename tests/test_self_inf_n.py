@@ -320,3 +320,18 @@ def test_cpu_and_cuda_agree(tiny):
     gpu = S.self_influence(model.to("cuda"), x.to("cuda"), y.to("cuda"), m.to("cuda")).cpu()
     model.to("cpu")
     torch.testing.assert_close(cpu, gpu, rtol=1e-3, atol=1e-7)
+
+
+def test_bad_config_and_nan_scores_are_rejected(world):
+    """Config fields are checked on construction; a NaN score never selects a sample (issue 37)."""
+    for bad, words in ((dict(k=-5), "k"), (dict(pool_size=0), "pool_size"), (dict(seeds=()), "seeds"),
+                       (dict(refusal_share=1.5), "refusal_share"), (dict(control=("best",)), "control"),
+                       (dict(attack_lr=float("nan")), "attack_lr"), (dict(smol_samples=-1), "smol_samples")):
+        with pytest.raises((TypeError, ValueError), match=words):
+            S.Config(**bad)
+    with pytest.raises(ValueError, match="scores: expected finite values, got NaN"):
+        S.select_top(torch.tensor([1.0, float("nan"), 0.5]), 1)
+    with pytest.raises(ValueError, match="self_inf: expected finite values"):
+        S.self_inf_n(torch.tensor([float("nan")]), torch.tensor([3]))
+    with pytest.raises(ValueError, match="verb: expected one of"):
+        S.hazard_sample(world, 0, "steal", refuse=False)

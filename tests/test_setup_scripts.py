@@ -1,6 +1,8 @@
-"""Set-up steps finish or leave the old state: scripts/fetch_data.sh, scripts/vendor_js.sh and the
-Makefile rules that call them. Nothing is downloaded: the scripts' source hooks point at files made
-here (FASHION_MNIST_SRC, VENDOR_JS_TARBALLS) and their targets at tmp_path."""
+"""Set-up steps finish or leave the old state: scripts/fetch_data.sh,
+scripts/vendor_js.sh and the Makefile rules that call them. Nothing is downloaded: the
+scripts' source hooks point at files made here (FASHION_MNIST_SRC, VENDOR_JS_TARBALLS)
+and their targets at tmp_path."""
+
 import gzip
 import io
 import os
@@ -16,24 +18,41 @@ FETCH = REPO / "scripts" / "fetch_data.sh"
 VENDOR = REPO / "scripts" / "vendor_js.sh"
 STAMP_NAME = ".vendored-1.0.15-2.3.8-3.2.2"
 
-pytestmark = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("gzip") is None
-                                or shutil.which("tar") is None, reason="needs bash, gzip and tar")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bash") is None
+    or shutil.which("gzip") is None
+    or shutil.which("tar") is None,
+    reason="needs bash, gzip and tar",
+)
 
 # uncompressed sizes: IDX header + one byte per pixel / label
-FMNIST = {"train-images-idx3-ubyte.gz": 16 + 60000 * 784, "train-labels-idx1-ubyte.gz": 8 + 60000,
-          "t10k-images-idx3-ubyte.gz": 16 + 10000 * 784, "t10k-labels-idx1-ubyte.gz": 8 + 10000}
+FMNIST = {
+    "train-images-idx3-ubyte.gz": 16 + 60000 * 784,
+    "train-labels-idx1-ubyte.gz": 8 + 60000,
+    "t10k-images-idx3-ubyte.gz": 16 + 10000 * 784,
+    "t10k-labels-idx1-ubyte.gz": 8 + 10000,
+}
 
 
 def _run(script, env):
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("FETCH_DATA_ROOT", "FASHION_MNIST_SRC", "VENDOR_JS_STATIC",
-                             "VENDOR_JS_TARBALLS")}
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "FETCH_DATA_ROOT",
+            "FASHION_MNIST_SRC",
+            "VENDOR_JS_STATIC",
+            "VENDOR_JS_TARBALLS",
+        )
+    }
     full_env.update(env)
-    return subprocess.run(["bash", str(script)], env=full_env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        ["bash", str(script)], env=full_env, capture_output=True, text=True, timeout=300
+    )
 
 
-# --- fetch_data.sh ------------------------------------------------------------------------------
+# --- fetch_data.sh --------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def fmnist_src(tmp_path_factory):
     """The four Fashion-MNIST files with the right sizes (zeros as pixels)."""
@@ -57,19 +76,29 @@ def _damaged_copy(src, dest, name, how):
 
 def test_fetch_data_installs_and_stamps(tmp_path, fmnist_src):
     root = tmp_path / "data"
-    r = _run(FETCH, {"FETCH_DATA_ROOT": str(root), "FASHION_MNIST_SRC": str(fmnist_src)})
+    r = _run(
+        FETCH, {"FETCH_DATA_ROOT": str(root), "FASHION_MNIST_SRC": str(fmnist_src)}
+    )
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (root / "fashion-mnist").iterdir()) == sorted(FMNIST)
     assert (root / ".fetched").exists()
     assert [p.name for p in root.iterdir() if p.name.startswith(".fashion")] == []
     # idempotent: a second run with no source at all succeeds from the installed files
-    r = _run(FETCH, {"FETCH_DATA_ROOT": str(root), "FASHION_MNIST_SRC": str(tmp_path / "nowhere")})
+    r = _run(
+        FETCH,
+        {"FETCH_DATA_ROOT": str(root), "FASHION_MNIST_SRC": str(tmp_path / "nowhere")},
+    )
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("name,how", [("train-images-idx3-ubyte.gz", "truncate"),
-                                      ("t10k-labels-idx1-ubyte.gz", "short"),
-                                      ("train-labels-idx1-ubyte.gz", "missing")])
+@pytest.mark.parametrize(
+    "name,how",
+    [
+        ("train-images-idx3-ubyte.gz", "truncate"),
+        ("t10k-labels-idx1-ubyte.gz", "short"),
+        ("train-labels-idx1-ubyte.gz", "missing"),
+    ],
+)
 def test_fetch_data_refuses_a_damaged_set(tmp_path, fmnist_src, name, how):
     bad = _damaged_copy(fmnist_src, tmp_path / "bad", name, how)
     root = tmp_path / "data"
@@ -85,9 +114,13 @@ def test_fetch_data_repairs_a_damaged_install_or_keeps_it(tmp_path, fmnist_src):
     env = {"FETCH_DATA_ROOT": str(root), "FASHION_MNIST_SRC": str(fmnist_src)}
     assert _run(FETCH, env).returncode == 0
     victim = root / "fashion-mnist" / "t10k-images-idx3-ubyte.gz"
-    victim.write_bytes(victim.read_bytes()[:100])  # an install cut short, stamp still there
+    victim.write_bytes(
+        victim.read_bytes()[:100]
+    )  # an install cut short, stamp still there
     # a damaged source: fails, no stamp, the installed files are left as they were
-    bad = _damaged_copy(fmnist_src, tmp_path / "bad", "train-images-idx3-ubyte.gz", "truncate")
+    bad = _damaged_copy(
+        fmnist_src, tmp_path / "bad", "train-images-idx3-ubyte.gz", "truncate"
+    )
     r = _run(FETCH, {**env, "FASHION_MNIST_SRC": str(bad)})
     assert r.returncode != 0 and "train-images-idx3-ubyte.gz" in r.stderr
     assert not (root / ".fetched").exists() and len(victim.read_bytes()) == 100
@@ -98,7 +131,7 @@ def test_fetch_data_repairs_a_damaged_install_or_keeps_it(tmp_path, fmnist_src):
     assert (root / ".fetched").exists()
 
 
-# --- vendor_js.sh -------------------------------------------------------------------------------
+# --- vendor_js.sh ---------------------------------------------------------------------
 def _tgz(path, files):
     with tarfile.open(path, "w:gz") as tar:
         for name, text in files.items():
@@ -110,32 +143,59 @@ def _tgz(path, files):
 
 def _tarballs(folder, tag, mathjax=None):
     folder.mkdir(parents=True)
-    _tgz(folder / "jupyter-widgets-html-manager-1.0.15.tgz", {"package/dist/embed-amd.js": f"embed {tag}"})
+    _tgz(
+        folder / "jupyter-widgets-html-manager-1.0.15.tgz",
+        {"package/dist/embed-amd.js": f"embed {tag}"},
+    )
     _tgz(folder / "requirejs-2.3.8.tgz", {"package/require.js": f"require {tag}"})
-    _tgz(folder / "mathjax-3.2.2.tgz", mathjax or {"package/es5/tex-mml-chtml.js": f"mathjax {tag}",
-                                                    "package/es5/output/chtml/fonts/x.js": "font"})
+    _tgz(
+        folder / "mathjax-3.2.2.tgz",
+        mathjax
+        or {
+            "package/es5/tex-mml-chtml.js": f"mathjax {tag}",
+            "package/es5/output/chtml/fonts/x.js": "font",
+        },
+    )
     return folder
 
 
 def _vendored(static):
-    return {p: (static / p).read_text() for p in
-            ("widgets/embed-amd.js", "widgets/require.js", "mathjax/tex-mml-chtml.js")}
+    return {
+        p: (static / p).read_text()
+        for p in (
+            "widgets/embed-amd.js",
+            "widgets/require.js",
+            "mathjax/tex-mml-chtml.js",
+        )
+    }
 
 
 def test_vendor_js_installs_and_stamps(tmp_path):
     static = tmp_path / "_static"
-    r = _run(VENDOR, {"VENDOR_JS_STATIC": str(static),
-                      "VENDOR_JS_TARBALLS": str(_tarballs(tmp_path / "v1", "v1"))})
+    r = _run(
+        VENDOR,
+        {
+            "VENDOR_JS_STATIC": str(static),
+            "VENDOR_JS_TARBALLS": str(_tarballs(tmp_path / "v1", "v1")),
+        },
+    )
     assert r.returncode == 0, r.stderr
     assert _vendored(static)["mathjax/tex-mml-chtml.js"] == "mathjax v1"
-    assert (static / STAMP_NAME).exists() and (static / "mathjax/output/chtml/fonts/x.js").exists()
-    assert sorted(p.name for p in static.iterdir()) == sorted([STAMP_NAME, "widgets", "mathjax"])
+    assert (static / STAMP_NAME).exists() and (
+        static / "mathjax/output/chtml/fonts/x.js"
+    ).exists()
+    assert sorted(p.name for p in static.iterdir()) == sorted(
+        [STAMP_NAME, "widgets", "mathjax"]
+    )
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "incomplete"])
 def test_vendor_js_failed_unpack_keeps_old_files(tmp_path, damage):
     static = tmp_path / "_static"
-    env = {"VENDOR_JS_STATIC": str(static), "VENDOR_JS_TARBALLS": str(_tarballs(tmp_path / "v1", "v1"))}
+    env = {
+        "VENDOR_JS_STATIC": str(static),
+        "VENDOR_JS_TARBALLS": str(_tarballs(tmp_path / "v1", "v1")),
+    }
     assert _run(VENDOR, env).returncode == 0
     before = _vendored(static)
     (static / STAMP_NAME).unlink()  # force a re-run
@@ -144,17 +204,25 @@ def test_vendor_js_failed_unpack_keeps_old_files(tmp_path, damage):
         tgz = v2 / "mathjax-3.2.2.tgz"
         tgz.write_bytes(tgz.read_bytes()[:40])
     else:
-        v2 = _tarballs(tmp_path / "v2", "v2", mathjax={"package/es5/other.js": "no entry point"})
+        v2 = _tarballs(
+            tmp_path / "v2", "v2", mathjax={"package/es5/other.js": "no entry point"}
+        )
     r = _run(VENDOR, {**env, "VENDOR_JS_TARBALLS": str(v2)})
     assert r.returncode != 0 and "retry" in r.stderr
     assert _vendored(static) == before  # old files untouched, widgets included
     assert not (static / STAMP_NAME).exists()
-    assert sorted(p.name for p in static.iterdir()) == ["mathjax", "widgets"]  # no temp folders
+    assert sorted(p.name for p in static.iterdir()) == [
+        "mathjax",
+        "widgets",
+    ]  # no temp folders
 
 
 def test_vendor_js_stamp_without_files_reruns(tmp_path):
     static = tmp_path / "_static"
-    env = {"VENDOR_JS_STATIC": str(static), "VENDOR_JS_TARBALLS": str(_tarballs(tmp_path / "v1", "v1"))}
+    env = {
+        "VENDOR_JS_STATIC": str(static),
+        "VENDOR_JS_TARBALLS": str(_tarballs(tmp_path / "v1", "v1")),
+    }
     assert _run(VENDOR, env).returncode == 0
     shutil.rmtree(static / "mathjax")
     r = _run(VENDOR, env)
@@ -162,15 +230,29 @@ def test_vendor_js_stamp_without_files_reruns(tmp_path):
     assert _vendored(static)["mathjax/tex-mml-chtml.js"] == "mathjax v1"
 
 
-# --- Makefile: a stamp whose files were deleted re-runs the step --------------------------------
+# --- Makefile: a stamp whose files were deleted re-runs the step ----------------------
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-@pytest.mark.parametrize("target,stamp,files,command", [
-    ("data/.fetched", "data/.fetched", [f"data/fashion-mnist/{n}" for n in FMNIST],
-     "bash scripts/fetch_data.sh"),
-    (f"book/_static/{STAMP_NAME}", f"book/_static/{STAMP_NAME}",
-     ["book/_static/widgets/embed-amd.js", "book/_static/widgets/require.js",
-      "book/_static/mathjax/tex-mml-chtml.js"], "bash scripts/vendor_js.sh"),
-])
+@pytest.mark.parametrize(
+    "target,stamp,files,command",
+    [
+        (
+            "data/.fetched",
+            "data/.fetched",
+            [f"data/fashion-mnist/{n}" for n in FMNIST],
+            "bash scripts/fetch_data.sh",
+        ),
+        (
+            f"book/_static/{STAMP_NAME}",
+            f"book/_static/{STAMP_NAME}",
+            [
+                "book/_static/widgets/embed-amd.js",
+                "book/_static/widgets/require.js",
+                "book/_static/mathjax/tex-mml-chtml.js",
+            ],
+            "bash scripts/vendor_js.sh",
+        ),
+    ],
+)
 def test_makefile_checks_assets_not_only_stamp(tmp_path, target, stamp, files, command):
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
     (tmp_path / "scripts").mkdir()
@@ -185,11 +267,16 @@ def test_makefile_checks_assets_not_only_stamp(tmp_path, target, stamp, files, c
     os.utime(tmp_path / stamp, (future, future))  # newer than the script
 
     def planned():
-        r = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run(
+            ["make", "-n", target],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert r.returncode == 0, r.stderr
         return r.stdout
 
     assert command not in planned()  # stamp and files present: nothing to do
     (tmp_path / files[-1]).unlink()
-    assert command in planned()      # stamp present, a file gone: the step runs again
+    assert command in planned()  # stamp present, a file gone: the step runs again

@@ -225,8 +225,34 @@ def test_bad_inputs_raise_clear_errors():
         wctm.synthetic_streams("none", 2, gen(), T=10, changepoint=20)
     with pytest.raises(TypeError, match="S: expected an int"):
         wctm.synthetic_streams("none", 2.0, gen())
-    with pytest.raises(ValueError, match="threshold: expected a positive"):
+    with pytest.raises(ValueError, match="threshold: expected a finite number > 0"):
         first_alarm(x, 0.0)
+
+
+def test_nan_never_reads_as_a_decision():
+    """A NaN statistic or score raises instead of reading as "no alarm" or as a p-value (issue 37)."""
+    x = torch.zeros(2, 5, dtype=torch.float64)
+    stat = x.clone()
+    stat[0, 2] = float("nan")
+    with pytest.raises(ValueError, match="log_stat: expected a statistic without NaN"):
+        first_alarm(stat, 10.0)
+    with pytest.raises(ValueError, match="cal_scores: expected finite values, got NaN"):
+        ctm_pvalues(stat, x, x)
+    with pytest.raises(ValueError, match="test_scores: expected finite values, got NaN"):
+        ctm_pvalues(x, stat, x)
+    with pytest.raises(ValueError, match="u: expected uniforms in"):
+        ctm_pvalues(x, x, stat)
+    with pytest.raises(ValueError, match="p: expected p-values in"):
+        composite_jumper(stat)
+
+
+def test_config_rejects_bad_fields():
+    for bad, match in ((dict(n_seeds=0), "n_seeds"), (dict(T=-5), "T: expected an int >= 1"),
+                       (dict(alpha=1.5), "alpha"), (dict(ville_alpha=float("nan")), "ville_alpha"),
+                       (dict(l2=-1.0), "l2"), (dict(mag_benign=float("inf")), "mag_benign"),
+                       (dict(changepoint=5000), "changepoint"), (dict(n_cal=1), "n_cal")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            wctm.Config(**bad)
 
 
 # ---------------------------------------------------------------- CPU / GPU parity

@@ -18,7 +18,7 @@ brokers), :mod:`.reference` (naive loops for tests), :mod:`.experiment` (the cha
 """
 from dataclasses import dataclass
 
-from lib.common import check_int, check_positive
+from lib.common import check_choice, check_int, check_numbers, check_positive
 
 from .experiment import (atom_experiment, checkpoints, horizons, loglog_slope, main_experiment,
                          quick_curves, run_experiment, scaling_experiment)
@@ -56,14 +56,13 @@ class Config:
                      "atom_horizon", "claim_horizon", "claim_runs"):
             check_int(name, getattr(self, name), 1)
         check_positive("L", self.L)
-        if self.noise not in NOISE_LAWS:
-            raise ValueError(f"noise: expected one of {tuple(NOISE_LAWS)}, got {self.noise!r}")
-        if not self.claim_seeds or len(set(self.claim_seeds)) != len(self.claim_seeds):
+        check_choice("noise", self.noise, NOISE_LAWS)
+        check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
+        if len(set(self.claim_seeds)) != len(self.claim_seeds):
             raise ValueError(f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}")
         for name in ("kappas", "scaling_Ls"):
-            if not all(isinstance(x, (int, float)) and x > 0 for x in getattr(self, name)):
-                raise ValueError(f"{name}: expected positive numbers, got {getattr(self, name)!r}")
-
+            check_numbers(name, getattr(self, name), check_positive)
+        check_numbers("scaling_ds", self.scaling_ds, lambda n, v: check_int(n, v, 1))
 
 #: the CPU run the book executes (about a minute of compute on one core)
 SMOKE = Config()

@@ -30,8 +30,30 @@ def horizons(horizon: int, n: int) -> list[int]:
     return [max(horizon >> k, 1) for k in reversed(range(n))]
 
 
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.brokerage.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
+def _positive_series(name: str, values) -> np.ndarray:
+    try:
+        a = np.asarray(values, float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a sequence of positive numbers, got {type(values).__name__}") from None
+    if a.ndim != 1 or a.size < 2:
+        raise ValueError(f"{name}: expected a 1-d sequence of at least 2 numbers, got shape {a.shape}")
+    if not (np.isfinite(a).all() and (a > 0).all()):
+        raise ValueError(f"{name}: expected finite numbers > 0 (their logarithms are fitted), got {a.tolist()}")
+    return a
+
+
 def loglog_slope(ts, values) -> float:
     """Least-squares slope of log(values) against log(ts)."""
+    a, b = _positive_series("ts", ts), _positive_series("values", values)
+    if a.shape != b.shape:
+        raise ValueError(f"values: expected {a.size} values like ts, got {b.size}")
     x, y = np.log(np.asarray(ts, float)), np.log(np.asarray(values, float))
     return float(np.polyfit(x, y, 1)[0])
 
@@ -50,6 +72,7 @@ def _mean_se(x: torch.Tensor) -> dict:
 
 def main_experiment(cfg, device) -> dict:
     """Every broker on one batch of markets: curves, the two-bit slope, the ablations, the baselines."""
+    _check_cfg(cfg)
     mkt = make_market(cfg.runs, cfg.horizon, cfg.d, cfg.L, cfg.noise, seed=cfg.seed, device=device)
     T, ts, hs = cfg.horizon, checkpoints(cfg.horizon), horizons(cfg.horizon, cfg.n_horizons)
     tau = paper_threshold(cfg.d, cfg.L, T)
@@ -98,6 +121,7 @@ def main_experiment(cfg, device) -> dict:
 
 def scaling_experiment(cfg, device) -> dict:
     """Normalised regret for several d (uniform noise) and several L (spike noise)."""
+    _check_cfg(cfg)
     T, ts, hs = cfg.scaling_horizon, checkpoints(cfg.scaling_horizon), horizons(cfg.scaling_horizon, cfg.n_horizons)
     grid = [("d", d, cfg.L, "uniform") for d in cfg.scaling_ds] + [("L", cfg.d, L, "spike") for L in cfg.scaling_Ls]
     out = {"checkpoints": ts, "horizons": hs, "d": {}, "L": {}}
@@ -120,6 +144,7 @@ def scaling_experiment(cfg, device) -> dict:
 
 def atom_experiment(cfg, device) -> dict:
     """The full-feedback broker when half the noise mass sits exactly on the market value."""
+    _check_cfg(cfg)
     T, ts = cfg.atom_horizon, checkpoints(cfg.atom_horizon)
     out = {"checkpoints": ts}
     for noise in ("atom", "uniform"):          # same seed: same contexts, only the noise differs
@@ -138,6 +163,7 @@ def atom_experiment(cfg, device) -> dict:
 def run_experiment(cfg, device=None) -> dict:
     """All three experiments at the preset ``cfg`` on ``device``; plain lists and floats."""
     from lib.common import device as pick_device
+    _check_cfg(cfg)
     dev = pick_device() if device is None else torch.device(device)
     from .claims import measure_claims
     return {"main": main_experiment(cfg, dev), "scaling": scaling_experiment(cfg, dev),

@@ -119,6 +119,8 @@ def full_feedback(market: Market, *, ridge: float = 1.0) -> torch.Tensor:
 
 def two_bit(market: Market, L: float | None = None, *, squared: bool = True, ridge: float = 1.0):
     """Prices (R, T) and exploration flags (R, T) of the paper's two-bit broker tuned for T."""
+    if not isinstance(market, Market):
+        raise TypeError(f"market: expected a Market (see make_market), got {type(market).__name__}")
     R, T, d = market.shape
     learner = two_bit_learner(d, market.noise.L if L is None else L, T, squared)
     prices, explored = simulate(market, [learner], ridge=ridge)
@@ -127,7 +129,8 @@ def two_bit(market: Market, L: float | None = None, *, squared: bool = True, rid
 
 def fixed_price(V: torch.Tensor, price: float = 0.5) -> torch.Tensor:
     """The constant price ``price`` for every run and round, shaped like ``V`` (R, T)."""
-    check_tensor("V", V, ndim=2, floating=True)
+    check_tensor("V", V, ndim=2, floating=True, nonempty=True)
+    _check_unit("V", V, "valuations")
     if not isinstance(price, (int, float)) or isinstance(price, bool) or not 0 <= price <= 1:
         raise ValueError(f"price: expected a number in [0, 1], got {price!r}")
     return torch.full_like(V, float(price))
@@ -139,8 +142,10 @@ def running_mean(V: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     It ignores c_t: by eq. (2) the best fixed price for i.i.d. valuations is their mean, so this is
     the natural learner when the market value does not move.
     """
-    check_tensor("V", V, ndim=2, floating=True)
+    check_tensor("V", V, ndim=2, floating=True, nonempty=True)
     check_tensor("W", W, shape=tuple(V.shape), floating=True)
+    _check_unit("V", V, "valuations")
+    _check_unit("W", W, "valuations")
     past = torch.cumsum(V + W, dim=1) - (V + W)                          # (R, T) sum over s < t
     n = 2 * torch.arange(V.shape[1], dtype=V.dtype, device=V.device)     # (T,) valuations seen
     return torch.where(n > 0, past / n.clamp(min=1), torch.full_like(V, 0.5))
@@ -151,6 +156,7 @@ def _check_inputs(contexts, V, W, U, coin):
     R, T, d = contexts.shape
     if R < 1 or T < 1 or d < 1:
         raise ValueError(f"contexts: expected a non-empty (runs, rounds, d) tensor, got shape {tuple(contexts.shape)}")
+    check_tensor("contexts", contexts, finite=True)
     for name, x in (("V", V), ("W", W), ("U", U), ("coin", coin)):
         check_tensor(name, x, shape=(R, T), floating=True)
         if x.device != contexts.device:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import check_choice, check_int, check_positive, check_tensor
 
 DTYPE = torch.float64
 #: noise laws: ``uniform`` and ``spike`` have densities bounded by L; ``atom`` has a point mass.
@@ -26,6 +26,20 @@ class NoiseLaw:
     name: str
     L: float
     components: tuple
+
+    def __post_init__(self):
+        check_choice("name", self.name, NOISE_LAWS)
+        check_positive("L", self.L)
+        comps = self.components
+        if not isinstance(comps, (tuple, list)) or not comps:
+            raise ValueError(f"components: expected a non-empty tuple of (weight, h) pairs, got {comps!r}")
+        for i, c in enumerate(comps):
+            if not isinstance(c, (tuple, list)) or len(c) != 2 or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                    for v in c):
+                raise ValueError(f"components[{i}]: expected a (weight, h) pair of finite numbers >= 0, got {c!r}")
+        if abs(sum(w for w, _ in comps) - 1) > 1e-9:
+            raise ValueError(f"components: expected weights that sum to 1, got {comps!r}")
 
     @property
     def half_width(self) -> float:
@@ -85,10 +99,7 @@ def make_noise(name: str, L: float) -> NoiseLaw:
       does not shrink with L (needs L >= 2; spike(2) = uniform(2));
     - ``atom``: the uniform law with half its mass moved onto 0 — no bounded density.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"noise: expected one of {NOISE_LAWS}, got {type(name).__name__} ({name!r})")
-    if name not in NOISE_LAWS:
-        raise ValueError(f"noise: expected one of {NOISE_LAWS}, got {name!r}")
+    check_choice("name", name, NOISE_LAWS)
     L = check_positive("L", L)
     least = 2.0 if name == "spike" else 1.0
     if L < least:
@@ -103,10 +114,15 @@ def make_noise(name: str, L: float) -> NoiseLaw:
 
 
 def gft(p: torch.Tensor, v: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Realised gain from trade, eq. (1): GFT(p, v, w) = (max - min) · 1{min <= p <= max}."""
+    """Realised gain from trade, eq. (1): GFT(p, v, w) = (max - min) · 1{min <= p <= max}.
+
+    A NaN or infinite price raises (it would otherwise read as "no trade")."""
     for name, val in (("v", v), ("w", w)):
         check_tensor(name, val, floating=True)
         _check_unit(name, val, "valuations")
+    if v.shape != w.shape:
+        raise ValueError(f"w: expected the shape of v {tuple(v.shape)}, got {tuple(w.shape)}")
+    _check_price("p", p, v.shape)
     lo, hi = torch.minimum(v, w), torch.maximum(v, w)
     return (hi - lo) * ((lo <= p) & (p <= hi)).to(v.dtype)
 
@@ -119,6 +135,8 @@ def expected_gft(p: torch.Tensor, m: torch.Tensor, noise: NoiseLaw) -> torch.Ten
     """
     if not isinstance(noise, NoiseLaw):
         raise TypeError(f"noise: expected a NoiseLaw (see make_noise), got {type(noise).__name__}")
+    _check_finite_values("p", p)
+    _check_finite_values("m", m)
     x = torch.as_tensor(p, dtype=DTYPE) - torch.as_tensor(m, dtype=DTYPE)
     up = noise.upper(x)
     return 2 * (up * noise.cdf(x) + (up + x) * noise.sf(x))
@@ -126,6 +144,9 @@ def expected_gft(p: torch.Tensor, m: torch.Tensor, noise: NoiseLaw) -> torch.Ten
 
 def expected_regret(p: torch.Tensor, m: torch.Tensor, noise: NoiseLaw) -> torch.Tensor:
     """Per-round expected regret of price p against the best price m: G(m) - G(p), elementwise."""
+    if not isinstance(noise, NoiseLaw):
+        raise TypeError(f"noise: expected a NoiseLaw (see make_noise), got {type(noise).__name__}")
+    _check_finite_values("p", p)
     p = torch.as_tensor(p, dtype=DTYPE)
     best = expected_gft(torch.zeros((), dtype=DTYPE, device=p.device),
                         torch.zeros((), dtype=DTYPE, device=p.device), noise)
@@ -163,6 +184,7 @@ def make_market(runs: int, horizon: int, d: int, L: float = 2.0, noise: str = "u
     [h, 1 - h] (h = the noise's half-width): V_t = m_t + ξ_t and W_t = m_t + ζ_t stay in [0, 1].
     """
     runs, horizon, d = check_int("runs", runs, 1), check_int("horizon", horizon, 1), check_int("d", d, 1)
+    check_choice("noise", noise, NOISE_LAWS)
     law = make_noise(noise, L)
     check_int("seed", seed, 0)
     g = torch.Generator().manual_seed(seed)
@@ -187,6 +209,40 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
     if x.shape[-1] == 0:
         return x
     return x / x.norm(dim=-1, keepdim=True)
+
+
+def _check_finite_values(name: str, x) -> None:
+    """``x`` is a real number or a real tensor without NaN or ±inf (a NaN price must not read as a number)."""
+    if isinstance(x, torch.Tensor):
+        if x.is_complex() or x.dtype == torch.bool:
+            raise TypeError(f"{name}: expected a real tensor, got dtype {x.dtype}")
+        if x.is_floating_point() and x.numel() and not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name}: expected finite values, got {'NaN' if bool(x.isnan().any()) else 'inf'}")
+    elif isinstance(x, (int, float)) and not isinstance(x, bool):
+        if not math.isfinite(x):
+            raise ValueError(f"{name}: expected a finite number, got {x}")
+    else:
+        try:
+            t = torch.as_tensor(x, dtype=DTYPE) if not isinstance(x, (str, bytes, bool)) else None
+        except (TypeError, ValueError, RuntimeError):
+            t = None
+        if t is None:
+            raise TypeError(f"{name}: expected a tensor or a number, got {type(x).__name__}")
+        _check_finite_values(name, t)
+
+
+def _check_price(name: str, p, shape) -> None:
+    """A price: a finite number, or a finite floating tensor that broadcasts to ``shape``."""
+    if isinstance(p, torch.Tensor) and not p.is_floating_point():
+        raise TypeError(f"{name}: expected a floating-point tensor, got dtype {p.dtype}")
+    _check_finite_values(name, p)
+    if isinstance(p, torch.Tensor):
+        try:
+            out = torch.broadcast_shapes(p.shape, shape)
+        except RuntimeError:
+            out = None
+        if out != shape:
+            raise ValueError(f"{name}: expected a shape that broadcasts to {tuple(shape)}, got {tuple(p.shape)}")
 
 
 def _check_unit(name: str, x: torch.Tensor, what: str) -> None:

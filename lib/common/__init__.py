@@ -28,11 +28,15 @@ from .cli import run_preset_cli
 from .data import load_mnist
 from .train import fit_classifier, seeded_init
 from .widgets import live_controls
-from .checks import check_int, check_positive, check_probability, check_tensor
+from .checks import (check_bool, check_choice, check_finite, check_generator, check_instance, check_int,
+                     check_nonnegative, check_numbers, check_positive, check_probability, check_range,
+                     check_tensor)
 
 __all__ = [
     "device", "set_threads", "make_generator", "seed_everything", "fmt", "show_source",
     "load_results", "load_results_or_note", "provenance", "results_path", "save_results",
     "setup_plots", "progress", "run_preset_cli", "load_mnist", "fit_classifier", "seeded_init",
-    "live_controls", "check_int", "check_positive", "check_probability", "check_tensor",
+    "live_controls", "check_int", "check_positive", "check_probability", "check_tensor", "check_finite",
+    "check_nonnegative", "check_range", "check_bool", "check_choice", "check_instance", "check_generator",
+    "check_numbers",
 ]

@@ -1,4 +1,5 @@
 """One tested place for determinism (random, numpy, torch CPU and CUDA)."""
+
 from __future__ import annotations
 
 import os
@@ -9,12 +10,13 @@ import torch
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> torch.Generator:
-    """Seed Python, NumPy and torch (all devices); return a CPU ``torch.Generator`` seeded alike.
+    """Seed Python, NumPy and torch (all devices); return a CPU ``torch.Generator``
+    seeded alike.
 
-    With ``deterministic=True`` cuDNN autotuning and TF32 are switched off and torch is asked
-    for deterministic kernels (``warn_only`` so that an op without a deterministic variant
-    still runs). Draw random data on the CPU with the returned generator, then move it, so CPU
-    and GPU runs see the same data.
+    With ``deterministic=True`` cuDNN autotuning and TF32 are switched off and torch is
+    asked for deterministic kernels (``warn_only`` so that an op without a deterministic
+    variant still runs). Draw random data on the CPU with the returned generator, then
+    move it, so CPU and GPU runs see the same data.
     """
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed: expected an int, got {type(seed).__name__}")

@@ -26,6 +26,8 @@ preconditioning, Karras σ's, iCT schedule, pseudo-Huber, EMA) and :mod:`.compil
 """
 from dataclasses import dataclass
 
+from lib.common import check_bool, check_int, check_numbers, check_positive, check_probability
+
 from .compile import maybe_compile
 from .diagnostics import flow_diagnostics, map_error
 from .diffusion import (edm_scalings, ema_update, ict_loss_weights, ict_num_scales, karras_sigmas,
@@ -58,6 +60,21 @@ class Config:
     image_mu: float = 0.5
     classifier_steps: int = 400
     n_fd: int = 2000
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        for name in ("toy", "image"):
+            if not isinstance(getattr(self, name), TrainConfig):
+                raise TypeError(f"{name}: expected a TrainConfig, got {type(getattr(self, name)).__name__}")
+        for name in ("n_seeds", "n_test", "ode_steps", "n_diag", "classifier_steps"):
+            check_int(name, getattr(self, name), 1)
+        check_int("n_fd", self.n_fd, 2)
+        check_numbers("widget_mus", self.widget_mus, check_probability, allow_empty=True)
+        check_numbers("diag_sigmas", self.diag_sigmas, check_positive)
+        check_bool("images", self.images)
+        if 28 % check_int("image_size", self.image_size, 1):
+            raise ValueError(f"image_size: expected a divisor of 28 (7, 14, 28), got {self.image_size}")
+        check_probability("image_mu", self.image_mu)
 
 
 #: the CPU run the book executes (toy: 3 seeds × 6 members, 3,000 steps; MNIST 14×14, 1,500 steps)

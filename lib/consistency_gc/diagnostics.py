@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_tensor
+from lib.common import check_positive, check_tensor
 
 
 @torch.no_grad()
 def flow_diagnostics(x0: torch.Tensor, z: torch.Tensor, sigma: float, denoiser, generator_fn=None) -> dict:
     """C(σ) and V(σ) per member for IC (``generator_fn=None``) or GC; x0, z (M, N, d) -> dict of (M,)."""
-    check_tensor("x0", x0, ndim=3, floating=True)
-    check_tensor("z", z, shape=tuple(x0.shape), floating=True)
-    if not sigma > 0:
-        raise ValueError(f"sigma: expected a number > 0, got {sigma!r}")
+    check_tensor("x0", x0, ndim=3, floating=True, nonempty=True, finite=True)
+    check_tensor("z", z, shape=tuple(x0.shape), floating=True, finite=True)
+    check_positive("sigma", sigma)
+    if not callable(denoiser):
+        raise TypeError(f"denoiser: expected a callable D(x, σ), got {type(denoiser).__name__}")
+    if generator_fn is not None and not callable(generator_fn):
+        raise TypeError(f"generator_fn: expected a callable f(x, σ) or None, got {type(generator_fn).__name__}")
     sig = torch.full(x0.shape[:2], float(sigma), device=x0.device)              # (M, N)
     x_end = x0 if generator_fn is None else generator_fn(x0 + sigma * z, sig)   # x* or x̂   (M, N, d)
     cost = (x_end - z).pow(2).sum(-1).mean(-1)                                  # E‖x_end − z‖²   (M,)
@@ -32,6 +35,6 @@ def flow_diagnostics(x0: torch.Tensor, z: torch.Tensor, sigma: float, denoiser, 
 
 def map_error(samples: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean ‖f_θ(σ_max z) − Φ(σ_max z)‖ over the N test points; samples (M, N, d), target (N, d) -> (M,)."""
-    check_tensor("samples", samples, ndim=3, floating=True)
-    check_tensor("target", target, shape=(samples.shape[1], samples.shape[2]), floating=True)
+    check_tensor("samples", samples, ndim=3, floating=True, nonempty=True)
+    check_tensor("target", target, shape=(samples.shape[1], samples.shape[2]), floating=True, finite=True)
     return (samples - target.to(samples)).norm(dim=-1).mean(-1)

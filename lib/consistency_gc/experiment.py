@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from lib.common import device as pick_device, make_generator
+from lib.common import check_tensor, device as pick_device, make_generator
 
 from .diagnostics import flow_diagnostics, map_error
 from .images import frechet_distance, mnist_data, train_classifier
@@ -28,9 +28,17 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.consistency_gc.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
 def toy_members(cfg: Config):
     """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` per seed, then the extra
     widget μ's (first seed only)."""
+    _check_cfg(cfg)
     names, mu, cd, seed = [], [], [], []
     for s in range(cfg.n_seeds):
         for name, (m, c) in TOY_METHODS.items():
@@ -42,6 +50,7 @@ def toy_members(cfg: Config):
 
 def toy_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
     """Train every toy member as one ensemble; return metrics per method and the widget's frames."""
+    _check_cfg(cfg)
     gmm, tc = two_gaussians(), cfg.toy
     names, mu, cd, seed = toy_members(cfg)
     trainer = Trainer(tc, 2, mu, cd, seed, seed=cfg.seed, denoiser=gmm.denoise, device=device)
@@ -78,6 +87,12 @@ def toy_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
 
 def by_method(values: torch.Tensor, names: list[str]) -> dict:
     """Average a (..., M) tensor over the members of each method (i.e. over seeds) -> name: (...)."""
+    check_tensor("values", values, floating=True, nonempty=True)
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names: expected a list of member names (str), got {type(names).__name__}")
+    if values.ndim < 1 or len(names) != values.shape[-1]:
+        raise ValueError(f"names: expected one name per member (values' last dimension, "
+                         f"{values.shape[-1] if values.ndim else 0}), got {len(names)}")
     out = {}
     for name in dict.fromkeys(names):
         idx = [i for i, n in enumerate(names) if n == name]
@@ -87,6 +102,7 @@ def by_method(values: torch.Tensor, names: list[str]) -> dict:
 
 def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
     """IC vs GC on MNIST at ``cfg.image_size``: one-step Fréchet distances in a classifier's features."""
+    _check_cfg(cfg)
     try:
         x_train, y_train = mnist_data("train", cfg.image_size)
         x_test, y_test = mnist_data("test", cfg.image_size)
@@ -115,6 +131,10 @@ def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
 
 def summarise(toy: dict, images: dict) -> dict:
     """The JSON-able main results (same keys at every preset)."""
+    if not isinstance(toy, dict) or "names" not in toy:
+        raise TypeError(f"toy: expected the dict of toy_experiment, got {type(toy).__name__}")
+    if not isinstance(images, dict):
+        raise TypeError(f"images: expected the dict of image_experiment, got {type(images).__name__}")
     names = toy["names"]
     last_ode = by_method(toy["ode_err"][-1], names)
     last_sample = by_method(toy["sample_err"][-1], names)
@@ -143,6 +163,7 @@ def summarise(toy: dict, images: dict) -> dict:
 def run_experiment(cfg: Config, device=None) -> dict:
     """Both experiments at a preset on ``device`` (default :func:`lib.common.device`); the main results
     as a JSON-able dict (see :func:`summarise`)."""
+    _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     toy = toy_experiment(cfg, device)
     images = image_experiment(cfg, device) if cfg.images else {"skipped": "images switched off in the config"}
@@ -151,5 +172,7 @@ def run_experiment(cfg: Config, device=None) -> dict:
 
 def gc_transport_ratio(results: dict) -> np.ndarray:
     """GC / IC transport cost per σ from :func:`summarise`'s output."""
+    if not isinstance(results, dict) or "toy" not in results:
+        raise TypeError(f"results: expected the dict of summarise / run_experiment, got {type(results).__name__}")
     t = results["toy"]
     return np.asarray(t["transport_gc"]) / np.asarray(t["transport_ic"])

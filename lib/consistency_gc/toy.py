@@ -19,18 +19,27 @@ from .diffusion import karras_sigmas
 TWO_GAUSSIANS = {"means": ((0.0, -0.5), (0.0, 0.5)), "std": 0.01}
 
 
+def _as_float64(name: str, values) -> torch.Tensor:
+    try:
+        return torch.as_tensor(values, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name}: expected an array of numbers, got {values!r}") from None
+
+
 class GaussianMixture:
     """An isotropic Gaussian mixture with exact sampling and an exact denoiser."""
 
     def __init__(self, means, std: float, weights=None):
-        self.means = torch.as_tensor(means, dtype=torch.float64)                 # (K, d)
-        if self.means.ndim != 2 or self.means.shape[0] < 1:
+        self.means = _as_float64("means", means)                                 # (K, d)
+        if self.means.ndim != 2 or self.means.shape[0] < 1 or self.means.shape[1] < 1:
             raise ValueError(f"means: expected a (K, d) array with K >= 1, got shape {tuple(self.means.shape)}")
+        if not bool(torch.isfinite(self.means).all()):
+            raise ValueError("means: expected finite numbers, got NaN or inf")
         self.std = check_positive("std", std)
         k = self.means.shape[0]
         w = torch.full((k,), 1.0 / k, dtype=torch.float64) if weights is None else \
-            torch.as_tensor(weights, dtype=torch.float64)
-        if w.shape != (k,) or bool((w < 0).any()) or abs(float(w.sum()) - 1) > 1e-6:
+            _as_float64("weights", weights)
+        if w.shape != (k,) or not bool((w >= 0).all()) or not abs(float(w.sum()) - 1) <= 1e-6:
             raise ValueError(f"weights: expected {k} non-negative numbers summing to 1, got {w.tolist()}")
         self.weights = w                                                         # (K,)
 
@@ -76,6 +85,11 @@ def pf_ode_map(gmm: GaussianMixture, x: torch.Tensor, sigma_max: float, sigma_mi
                steps: int = 400) -> torch.Tensor:
     """Φ(x): the exact PF-ODE dx/dσ = (x − D(x, σ))/σ solved from σ_max to σ_min with Heun's method
     on a Karras (ρ = 7) grid of ``steps`` intervals; x (..., d) -> (..., d). Computed in float64."""
+    if not isinstance(gmm, GaussianMixture):
+        raise TypeError(f"gmm: expected a GaussianMixture, got {type(gmm).__name__}")
+    check_tensor("x", x, floating=True, nonempty=True, finite=True)
+    if x.ndim < 1 or x.shape[-1] != gmm.dim:
+        raise ValueError(f"x: expected last dimension {gmm.dim}, got shape {tuple(x.shape)}")
     steps = check_int("steps", steps, minimum=1)
     grid = karras_sigmas(steps + 1, sigma_min, sigma_max, dtype=torch.float64).flip(0)   # σ_max → σ_min
     y = x.double()

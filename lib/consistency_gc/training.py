@@ -18,11 +18,16 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_int, check_tensor, progress
+from lib.common import (check_choice, check_finite, check_int, check_positive, check_probability, check_tensor,
+                        progress)
 
 from .diffusion import (ema_update, ict_loss_weights, ict_num_scales, karras_sigmas, lognormal_indices,
                         pseudo_huber)
 from .models import ConsistencyEnsemble, EnsembleMLP, make_ema
+
+
+#: the consistency distances d of :func:`consistency_loss`
+LOSSES = ("pseudo_huber", "l2")
 
 
 @dataclass(frozen=True)
@@ -44,21 +49,42 @@ class TrainConfig:
     n_checkpoints: int = 4
     loss: str = "pseudo_huber"          # "pseudo_huber" (iCT) or "l2" (squared L2, the authors' 2-D toy)
 
+    def __post_init__(self):
+        for name in ("steps", "batch", "depth", "s0", "n_checkpoints"):
+            check_int(name, getattr(self, name), 1)
+        check_int("hidden", self.hidden, 2)
+        if self.hidden % 2:
+            raise ValueError(f"hidden: expected an even int (the noise embedding has cos and sin halves), got {self.hidden}")
+        if check_int("s1", self.s1, 1) < self.s0:
+            raise ValueError(f"s1: expected an int >= s0 = {self.s0}, got {self.s1}")
+        for name in ("lr", "sigma_min", "sigma_max", "sigma_data", "p_std"):
+            check_positive(name, getattr(self, name))
+        if self.sigma_max <= self.sigma_min:
+            raise ValueError(f"sigma_max: expected a number > sigma_min = {self.sigma_min}, got {self.sigma_max}")
+        check_probability("ema_decay", self.ema_decay)
+        check_finite("p_mean", self.p_mean)
+        check_choice("loss", self.loss, LOSSES)
+
 
 def consistency_pairs(x0: torch.Tensor, z: torch.Tensor, s_i: torch.Tensor, s_ip1: torch.Tensor,
                       u: torch.Tensor | None = None, mu: torch.Tensor | None = None, generator_fn=None,
-                      cd: torch.Tensor | None = None, denoiser=None):
+                      cd: torch.Tensor | None = None, denoiser=None, *, check: bool = True):
     """The pair (x_{σ_i}, x_{σ_{i+1}}) and its endpoint x_end for IC / GC / CD members.
 
     x0, z (M, B, d); s_i < s_ip1 (M, B); u (M, B) uniforms and mu (M,) the GC fraction per member
     (sample b of member m uses GC iff u[m, b] < mu[m]); ``generator_fn(x, σ)`` the EMA model;
     cd (M,) bool marks CD members and ``denoiser(x, σ)`` is their exact teacher.
-    Returns x_i, x_ip1, x_end, each (M, B, d).
+    Returns x_i, x_ip1, x_end, each (M, B, d). ``check=False`` skips reading the values (NaN, ranges):
+    the training step, whose inputs were drawn by the trainer.
     """
     check_tensor("x0", x0, ndim=3, floating=True)
+    if x0.shape[0] < 1 or x0.shape[1] < 1:
+        raise ValueError(f"x0: expected at least one member and one sample, got shape {tuple(x0.shape)}")
     check_tensor("z", z, shape=tuple(x0.shape), floating=True)
     for name, s in (("s_i", s_i), ("s_ip1", s_ip1)):
         check_tensor(name, s, shape=tuple(x0.shape[:2]), floating=True)
+    if check:
+        _check_pair_inputs(x0, z, s_i, s_ip1, u, mu, generator_fn, cd, denoiser)
     si, sip1 = s_i.unsqueeze(-1), s_ip1.unsqueeze(-1)                  # (M, B, 1)
     x_end = x0                                                         # IC endpoint x*
     if generator_fn is not None:
@@ -78,13 +104,17 @@ def consistency_pairs(x0: torch.Tensor, z: torch.Tensor, s_i: torch.Tensor, s_ip
     return x_i, x_ip1, x_end
 
 
-def consistency_loss(model, x_i, x_ip1, s_i, s_ip1, weight, loss: str = "pseudo_huber") -> torch.Tensor:
+def consistency_loss(model, x_i, x_ip1, s_i, s_ip1, weight, loss: str = "pseudo_huber", *,
+                     check: bool = True) -> torch.Tensor:
     """Per-member loss mean_b λ_b d(f_θ(x_{σ_{i+1}}), sg f_θ(x_{σ_i})) (eq. CT); shape (M,).
 
     d is iCT's pseudo-Huber distance (``loss="pseudo_huber"``) or the squared L2 distance (``"l2"``).
+    ``check=False`` skips the input checks: the training step.
     """
-    if loss not in ("pseudo_huber", "l2"):
+    if loss not in LOSSES:
         raise ValueError(f"loss: expected 'pseudo_huber' or 'l2', got {loss!r}")
+    if check:
+        _check_loss_inputs(model, x_i, x_ip1, s_i, s_ip1, weight)
     with torch.no_grad():
         target = model(x_i, s_i)                                       # sg f_θ(x_{σ_i}, σ_i)   (M, B, d)
     pred = model(x_ip1, s_ip1)                                         # f_θ(x_{σ_{i+1}}, σ_{i+1})
@@ -92,8 +122,58 @@ def consistency_loss(model, x_i, x_ip1, s_i, s_ip1, weight, loss: str = "pseudo_
     if loss == "l2":
         dist = (pred - target).reshape(m, b, -1).pow(2).sum(-1)        # ‖·‖²   (M, B)
     else:
-        dist = pseudo_huber(pred.reshape(m * b, -1), target.reshape(m * b, -1)).view(m, b)
+        dist = pseudo_huber(pred.reshape(m * b, -1), target.reshape(m * b, -1), check=False).view(m, b)
     return (weight * dist).mean(dim=1)                                 # (M,)
+
+
+def _check_pair_inputs(x0, z, s_i, s_ip1, u, mu, generator_fn, cd, denoiser) -> None:
+    """The value checks of :func:`consistency_pairs` (one device sync each)."""
+    check_tensor("x0", x0, finite=True)
+    check_tensor("z", z, finite=True)
+    for name, s in (("s_i", s_i), ("s_ip1", s_ip1)):
+        if not bool(((s > 0) & torch.isfinite(s)).all()):
+            raise ValueError(f"{name}: expected finite noise levels > 0, got NaN, inf or a value <= 0")
+    if not bool((s_i <= s_ip1).all()):
+        raise ValueError("s_i, s_ip1: expected s_i <= s_ip1 elementwise")
+    M, B = x0.shape[:2]
+    if generator_fn is not None:
+        if not callable(generator_fn):
+            raise TypeError(f"generator_fn: expected the EMA model (a callable), got {type(generator_fn).__name__}")
+        if u is None or mu is None:
+            raise ValueError("u: expected uniforms (M, B) and mu (M,) with generator_fn, got None")
+        check_tensor("u", u, shape=(M, B), floating=True)
+        if not bool(((u >= 0) & (u <= 1)).all()):
+            raise ValueError("u: expected uniforms in [0, 1], got values outside (or NaN)")
+        check_tensor("mu", mu, shape=(M,), floating=True)
+        if not bool(((mu >= 0) & (mu <= 1)).all()):
+            raise ValueError("mu: expected GC fractions in [0, 1], got values outside (or NaN)")
+    if cd is not None:
+        check_tensor("cd", cd, shape=(M,))
+        if cd.dtype != torch.bool:
+            raise TypeError(f"cd: expected a bool tensor, got dtype {cd.dtype}")
+        if denoiser is not None and not callable(denoiser):
+            raise TypeError(f"denoiser: expected the exact denoiser D(x, σ) (a callable), got {type(denoiser).__name__}")
+
+
+def _check_loss_inputs(model, x_i, x_ip1, s_i, s_ip1, weight) -> None:
+    if not callable(model):
+        raise TypeError(f"model: expected the consistency model f(x, σ) (a callable), got {type(model).__name__}")
+    check_tensor("x_i", x_i, floating=True)
+    if x_i.ndim < 3 or x_i.shape[0] < 1 or x_i.shape[1] < 1:
+        raise ValueError(f"x_i: expected shape (M, B, ...) with M, B >= 1, got {tuple(x_i.shape)}")
+    check_tensor("x_ip1", x_ip1, floating=True)
+    if x_ip1.shape != x_i.shape:
+        raise ValueError(f"x_i, x_ip1: expected one shape, got {tuple(x_i.shape)} and {tuple(x_ip1.shape)}")
+    mb = tuple(x_i.shape[:2])
+    for name, s in (("s_i", s_i), ("s_ip1", s_ip1)):
+        check_tensor(name, s, shape=mb, floating=True)
+        if not bool(((s > 0) & torch.isfinite(s)).all()):
+            raise ValueError(f"{name}: expected finite noise levels > 0, got NaN, inf or a value <= 0")
+    check_tensor("weight", weight, shape=mb, floating=True)
+    if not bool(((weight >= 0) & torch.isfinite(weight)).all()):
+        raise ValueError("weight: expected finite weights >= 0, got NaN, inf or a negative value")
+    check_tensor("x_i", x_i, finite=True)
+    check_tensor("x_ip1", x_ip1, finite=True)
 
 
 class Trainer:
@@ -107,9 +187,17 @@ class Trainer:
 
     def __init__(self, cfg: TrainConfig, data_dim: int, mu, cd=None, member_seed=None, seed: int = 0,
                  denoiser=None, device: str | torch.device = "cpu"):
+        if not isinstance(cfg, TrainConfig):
+            raise TypeError(f"cfg: expected a TrainConfig, got {type(cfg).__name__}")
+        check_int("seed", seed, 0)
+        if denoiser is not None and not callable(denoiser):
+            raise TypeError(f"denoiser: expected the exact denoiser D(x, σ) (a callable), got {type(denoiser).__name__}")
         self.cfg, self.device = cfg, torch.device(device)
-        self.mu = torch.as_tensor(mu, dtype=torch.float32)
-        if self.mu.ndim != 1 or bool(((self.mu < 0) | (self.mu > 1)).any()):
+        try:
+            self.mu = torch.as_tensor(mu, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"mu: expected a 1-d list of fractions in [0, 1], got {mu!r}") from None
+        if self.mu.ndim != 1 or self.mu.numel() < 1 or not bool(((self.mu >= 0) & (self.mu <= 1)).all()):
             raise ValueError(f"mu: expected a 1-d list of fractions in [0, 1], got {self.mu.tolist()}")
         m = self.mu.numel()
         self.cd = torch.zeros(m, dtype=torch.bool) if cd is None else torch.as_tensor(cd, dtype=torch.bool)
@@ -157,8 +245,8 @@ class Trainer:
         x0, z, s_i, s_ip1, w, u = batch
         x_i, x_ip1, _ = consistency_pairs(x0, z, s_i, s_ip1, u, self._mu_dev,
                                           self.ema if self.use_gc else None,
-                                          self._cd_dev if self.use_cd else None, self.denoiser)
-        loss = consistency_loss(self.model, x_i, x_ip1, s_i, s_ip1, w, self.cfg.loss)
+                                          self._cd_dev if self.use_cd else None, self.denoiser, check=False)
+        loss = consistency_loss(self.model, x_i, x_ip1, s_i, s_ip1, w, self.cfg.loss, check=False)
         self.opt.zero_grad(set_to_none=True)
         loss.sum().backward()                        # members are independent: Σ_m keeps each gradient
         self.opt.step()

@@ -6,7 +6,14 @@ import math
 import torch
 from torch import nn
 
-from lib.common import check_int, check_tensor
+from lib.common import check_int, check_positive, check_tensor
+
+
+def _check_points(x) -> None:
+    check_tensor("x", x, ndim=2, floating=True)
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one point with at least one coordinate, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
 
 
 def circular_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -17,8 +24,12 @@ def circular_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
     needs no circular mean (undefined for uniform angles) and is invariant to rotating either
     sample; the absolute value also forgives a reflection. 1 = the same circular order.
     """
-    check_tensor("a", a, ndim=1)
-    check_tensor("b", b, shape=(a.shape[0],))
+    check_tensor("a", a, ndim=1, floating=True)
+    check_tensor("b", b, ndim=1, floating=True)
+    if a.shape != b.shape or a.numel() < 2:
+        raise ValueError(f"a, b: expected two angle samples of one length >= 2, got {tuple(a.shape)} and {tuple(b.shape)}")
+    check_tensor("a", a, finite=True)
+    check_tensor("b", b, finite=True)
     x = torch.stack([torch.cos(a.double()), torch.sin(a.double())], 1)     # (n, 2)
     y = torch.stack([torch.cos(b.double()), torch.sin(b.double())], 1)     # (n, 2)
     num = torch.linalg.det(x.T @ y)
@@ -28,7 +39,7 @@ def circular_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def embedding_angle(y: torch.Tensor) -> torch.Tensor:
     """The angle of a 2-D embedding (n, 2) around its mean: atan2 of the centred coordinates."""
-    check_tensor("y", y, shape=(None, 2))
+    check_tensor("y", y, shape=(None, 2), floating=True, nonempty=True, finite=True)
     y = y - y.mean(0)
     return torch.atan2(y[:, 1], y[:, 0])
 
@@ -37,7 +48,11 @@ def ltsa_embedding(x: torch.Tensor, n_neighbors: int = 20, seed: int = 0) -> tor
     """LTSA (scikit-learn ``LocallyLinearEmbedding(method='ltsa')``) in 2-D, shape (n, 2)."""
     from sklearn.manifold import LocallyLinearEmbedding
 
-    check_tensor("x", x, ndim=2, floating=True)
+    _check_points(x)
+    check_int("n_neighbors", n_neighbors, 1)
+    if n_neighbors >= x.shape[0]:
+        raise ValueError(f"n_neighbors: expected fewer than the {x.shape[0]} points, got {n_neighbors}")
+    check_int("seed", seed, 0)
     lle = LocallyLinearEmbedding(n_neighbors=n_neighbors, n_components=2, method="ltsa",
                                  eigen_solver="dense", random_state=seed)
     y = lle.fit_transform(x.detach().cpu().double().numpy())
@@ -50,6 +65,8 @@ class VAE(nn.Module):
     def __init__(self, dim: int, hidden: int = 64, latent: int = 2):
         super().__init__()
         check_int("dim", dim, minimum=1)
+        check_int("hidden", hidden, minimum=1)
+        check_int("latent", latent, minimum=1)
         self.enc = nn.Sequential(nn.Linear(dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
                                  nn.Linear(hidden, 2 * latent))
         self.dec = nn.Sequential(nn.Linear(latent, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
@@ -78,8 +95,12 @@ def train_vae(x: torch.Tensor, steps: int = 1500, batch: int = 256, lr: float = 
     """Fit :class:`VAE` on the rows of ``x`` (n, D) with Adam, on centred data scaled by one global
     standard deviation (per-feature scaling would blow the pure-noise coordinates up); the KL
     weight grows linearly from 0 to 1 over the first half of training."""
-    check_tensor("x", x, ndim=2, floating=True)
+    _check_points(x)
     check_int("steps", steps, minimum=1)
+    check_int("batch", batch, minimum=1)
+    check_positive("lr", lr)
+    check_int("hidden", hidden, minimum=1)
+    check_int("seed", seed, minimum=0)
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     x = _standardise(x)                                                     # (n, D)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.common import check_int, check_positive, check_probability, check_tensor
-from .graph import coo, gaussian_affinity
+from lib.common import check_int, check_nonnegative, check_positive, check_probability, check_tensor
+from .graph import coo, gaussian_affinity, kernel_matrix
 
 SOLVERS = ("eigsh", "lobpcg", "dense")
 
@@ -30,6 +30,7 @@ class DiffusionMap:
     def embedding(self, dim: int, t: float = 0.0) -> torch.Tensor:
         """Diffusion coordinates (lambda_1^t psi_1, ..., lambda_dim^t psi_dim), shape (n, dim)."""
         check_int("dim", dim, minimum=1)
+        check_nonnegative("t", t)
         if dim >= self.eigenvalues.shape[0]:
             raise ValueError(f"dim: expected at most {self.eigenvalues.shape[0] - 1} "
                              f"(the non-trivial eigenpairs computed), got {dim}")
@@ -44,6 +45,9 @@ def markov_operator(w: torch.Tensor, alpha: float = 1.0) -> tuple[torch.Tensor, 
     Returns ``(S, d)``: S sparse (n, n), similar to P, so it has the same eigenvalues; d (n,).
     """
     alpha = check_probability("alpha", alpha)
+    if not isinstance(w, torch.Tensor) or not w.is_sparse or w.ndim != 2 or w.shape[0] != w.shape[1]:
+        raise TypeError(f"w: expected a sparse square (n, n) kernel (see gaussian_affinity), got "
+                        f"{getattr(w, 'shape', type(w).__name__)}")
     w = w.coalesce()
     i, j = w.indices()                                                      # (nnz,), (nnz,)
     v = w.values()                                                          # (nnz,)
@@ -81,15 +85,55 @@ def _lobpcg(s: torch.Tensor, m: int, seed: int, iters: int = 500):
     return vals - 1.0, vecs
 
 
-def diffusion_map(x: torch.Tensor, eps: float, k: int = 64, n_eigs: int = 10, alpha: float = 1.0,
-                  solver: str = "eigsh", batch_size: int = 2048, seed: int = 0) -> DiffusionMap:
-    """Diffusion maps of the rows of ``x`` (n, D) with the kernel exp(-|x - y|^2 / eps) on a kNN graph.
+def markov_numpy(w, alpha: float = 1.0):
+    """:func:`markov_operator` for a SciPy CSR matrix or a dense array ``w`` (the CPU path).
 
-    ``n_eigs`` non-trivial eigenpairs are returned after the trivial one. ``solver``: ``eigsh``
-    (ARPACK on the CPU, the default: robust and fast on an n k-sparse matrix), ``lobpcg`` (torch,
-    stays on the device) or ``dense`` (torch.linalg.eigh, small n only: a reference).
+    Returns ``(S, d)`` of the same kind as ``w`` (symmetric, similar to P) and d (n,).
+    """
+    import scipy.sparse as sp
+
+    q = np.asarray(w.sum(1)).ravel()                                       # degrees, (n,)
+    qa = q ** -alpha                                                        # (n,)
+    if sp.issparse(w):
+        rows = np.repeat(np.arange(w.shape[0]), np.diff(w.indptr))          # (nnz,)
+        cols = w.indices                                                    # (nnz,)
+        ka = w.data * qa[rows] * qa[cols]                                   # K_alpha values, (nnz,)
+        d = np.bincount(rows, ka, minlength=w.shape[0])                     # (n,)
+        dh = d ** -0.5
+        return sp.csr_matrix((ka * dh[rows] * dh[cols], cols, w.indptr), shape=w.shape), d
+    ka = w * np.outer(qa, qa)                                               # (n, n)
+    d = ka.sum(1)                                                           # (n,)
+    dh = d ** -0.5
+    return ka * np.outer(dh, dh), d
+
+
+def _eigsh_np(a, m: int, seed: int):
+    """ARPACK (Lanczos): the m algebraically largest eigenpairs of a symmetric CSR or dense array."""
+    from scipy.sparse.linalg import eigsh
+
+    v0 = np.random.default_rng(seed).standard_normal(a.shape[0])
+    vals, vecs = eigsh(a, k=m, which="LA", v0=v0, tol=1e-10)
+    return torch.from_numpy(vals), torch.from_numpy(vecs)
+
+
+def diffusion_map(x: torch.Tensor, eps: float, k: int | None = 64, n_eigs: int = 10,
+                  alpha: float = 1.0, solver: str = "eigsh", batch_size: int = 2048,
+                  seed: int = 0) -> DiffusionMap:
+    """Diffusion maps of the rows of ``x`` (n, D) with the kernel exp(-|x - y|^2 / eps).
+
+    ``k``: neighbours kept per point (the max-symmetrised kNN truncation), or ``None`` for the
+    **untruncated** Gaussian kernel (a dense (n, n) matrix: the operator the theory is about; small
+    n only). ``n_eigs`` non-trivial eigenpairs are returned after the trivial one. ``solver``:
+    ``eigsh`` (ARPACK on the CPU, the default; for CPU input the graph is built with a k-d tree and
+    SciPy's CSR, on a GPU the kNN search runs on the device), ``lobpcg`` (torch, stays on the device)
+    or ``dense`` (torch.linalg.eigh, small n only: a reference).
     """
     check_tensor("x", x, ndim=2, floating=True)
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one point with at least one coordinate, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
+    check_int("batch_size", batch_size, minimum=1)
+    check_int("seed", seed, minimum=0)
     eps = check_positive("eps", eps)
     n_eigs = check_int("n_eigs", n_eigs, minimum=1)
     if solver not in SOLVERS:
@@ -97,16 +141,32 @@ def diffusion_map(x: torch.Tensor, eps: float, k: int = 64, n_eigs: int = 10, al
     n = x.shape[0]
     if n_eigs + 1 >= n:
         raise ValueError(f"n_eigs: expected fewer than n - 1 = {n - 1} eigenpairs, got {n_eigs}")
-    w = gaussian_affinity(x, eps, k, batch_size)                            # sparse (n, n)
-    s, d = markov_operator(w, alpha)                                        # sparse (n, n), (n,)
+    if k is not None:
+        check_int("k", k, minimum=1)
+        if k > n:
+            raise ValueError(f"k: expected at most n = {n} neighbours (or None), got {k}")
+    alpha = check_probability("alpha", alpha)
     m = n_eigs + 1
-    if solver == "eigsh":
-        vals, vecs = _eigsh(s, m, seed)
-    elif solver == "lobpcg":
-        vals, vecs = _lobpcg(s, m, seed)
+    if k is None or (solver == "eigsh" and x.device.type == "cpu"):
+        w = kernel_matrix(x.detach().cpu().double().numpy(), eps, k)        # CSR or dense (n, n)
+        s_np, d_np = markov_numpy(w, alpha)
+        d = torch.from_numpy(d_np).to(x.device)                             # (n,)
+        if k is not None:
+            vals, vecs = _eigsh_np(s_np, m, seed)
+        else:                      # dense: a full eigh (torch's threads) beats Lanczos on (n, n)
+            vals, vecs = torch.linalg.eigh(torch.from_numpy(s_np))
+            vals, vecs = vals[-m:], vecs[:, -m:]
     else:
-        vals, vecs = torch.linalg.eigh(s.double().to_dense())
-        vals, vecs = vals[-m:], vecs[:, -m:]
+        w = gaussian_affinity(x, eps, k, batch_size)                        # sparse (n, n)
+        s, d = markov_operator(w, alpha)                                    # sparse (n, n), (n,)
+        if solver == "eigsh":
+            vals, vecs = _eigsh(s, m, seed)
+        elif solver == "lobpcg":
+            vals, vecs = _lobpcg(s, m, seed)
+        else:
+            vals, vecs = torch.linalg.eigh(s.double().to_dense())
+            vals, vecs = vals[-m:], vecs[:, -m:]
+    d = d.to(x.device, x.dtype)
     order = torch.argsort(vals, descending=True)
     vals = vals[order].to(x.device, x.dtype)                                # (m,)
     phi = vecs[:, order].to(x.device, x.dtype)                              # (n, m), S's eigenvectors

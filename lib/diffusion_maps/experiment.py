@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lib.common import check_int, check_positive, device as pick_device, make_generator
+from lib.common import (check_finite, check_int, check_numbers, check_positive, check_tensor,
+                        device as pick_device, make_generator)
+from .claims import measure_claims
 from .baselines import circular_correlation, embedding_angle, ltsa_embedding, vae_embedding
 from .data import curve_length, noisy_circle, noisy_sphere, rotated_digit
 from .dmap import diffusion_map
@@ -28,6 +30,13 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.diffusion_maps.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
 def bandwidth(x: torch.Tensor, k: int, scale: float = 0.5) -> float:
     """eps = scale x median_i |x_i - x_(k-th neighbour of i)|^2: a global, data-driven bandwidth."""
     d2, _ = knn(x, check_int("k", k, minimum=1))                           # (n, k)
@@ -42,11 +51,15 @@ def _dmap(x: torch.Tensor, cfg: Config):
 def normalised_spectrum(lap: torch.Tensor) -> list[float]:
     """Non-trivial Laplacian estimates divided by the mean of the first pair (mu_1 = 1 on the
     unit circle): removes the kernel's overall scale bias, keeps the k^2 pattern."""
+    check_tensor("lap", lap, ndim=1, floating=True, finite=True)
+    if lap.numel() < 3:
+        raise ValueError(f"lap: expected at least 3 estimates (the trivial one and the first pair), got {lap.numel()}")
     return (lap[1:] / lap[1:3].mean()).tolist()
 
 
 def circle_run(n: int, D: int, r: float, cfg: Config, device="cpu") -> dict:
     """Diffusion maps on one noisy circle; the observed and the predicted number of horizontal pairs."""
+    _check_cfg(cfg)
     g = make_generator(cfg.seed)
     x, theta = noisy_circle(n, D, r, g, device=device)                     # (n, D), (n,)
     dm = _dmap(x, cfg)
@@ -61,6 +74,7 @@ def circle_run(n: int, D: int, r: float, cfg: Config, device="cpu") -> dict:
 
 def sphere_run(n: int, D: int, r: float, cfg: Config, device="cpu") -> dict:
     """The same on the unit sphere S^2 (eigenvalues l (l + 1), multiplicity 2 l + 1)."""
+    _check_cfg(cfg)
     g = make_generator(cfg.seed)
     x, p = noisy_sphere(n, D, r, g, device=device)                         # (n, D), (n, 3)
     dm = _dmap(x, cfg)
@@ -74,6 +88,7 @@ def sphere_run(n: int, D: int, r: float, cfg: Config, device="cpu") -> dict:
 
 def mnist_runs(cfg: Config, device="cpu") -> dict:
     """One digit rotated through 360 degrees (a closed curve in R^784) plus noise in the 784-ball."""
+    _check_cfg(cfg)
     from lib.common import load_mnist
 
     x_all, y_all = load_mnist("train")
@@ -107,6 +122,7 @@ def _scores(x: torch.Tensor, theta: torch.Tensor, dm, cfg: Config) -> dict:
 
 def baseline_runs(cfg: Config, device="cpu") -> list[dict]:
     """DM, LTSA and the VAE on the same noisy circles in R^baseline_D."""
+    _check_cfg(cfg)
     out = []
     for r in cfg.baseline_radii:
         g = make_generator(cfg.seed)
@@ -117,8 +133,37 @@ def baseline_runs(cfg: Config, device="cpu") -> list[dict]:
     return out
 
 
+def kernel_and_n(cfg: Config, device="cpu") -> list[dict]:
+    """The count at r = ``r_fixed`` for each D in ``claim_dims`` and n in ``sweep_ns``, with the
+    kNN-truncated kernel (``k`` neighbours) and the untruncated one, same points and bandwidth:
+    separates the truncation's effect from finite n. Also the raw scale estimate mu_1-hat
+    (the circle's mu_1 = 1) and eps / r^2 (the theory needs eps << r^2)."""
+    _check_cfg(cfg)
+    out = []
+    for D in cfg.claim_dims:
+        for n in cfg.sweep_ns:
+            x, theta = noisy_circle(n, D, cfg.r_fixed, make_generator(cfg.seed), device=device)
+            eps = bandwidth(x, cfg.k_bandwidth, cfg.eps_scale)
+            basis = fourier_basis(theta.cpu(), cfg.n_eigs)
+            row = {"D": D, "n": n, "eps_over_r2": eps / cfg.r_fixed ** 2,
+                   "predicted": predicted_count_circle(cfg.r_fixed, D)}
+            for name, k in (("knn", min(cfg.k, n)), ("full", None)):
+                dm = diffusion_map(x, eps=eps, k=k, n_eigs=cfg.n_eigs, seed=cfg.seed)
+                r2 = r_squared(dm.eigenvectors[:, 1:].cpu(), basis)
+                row[name] = count_recovered(r2, cfg.r2_cut)
+                row[f"mu1_{name}"] = float(dm.laplacian[1:3].mean())
+            out.append(row)
+    return out
+
+
 def slope(xs, ys) -> tuple[float, float]:
     """Least-squares slope of ys on xs and the fit's R^2."""
+    seqs = [check_numbers(name, v.tolist() if hasattr(v, "tolist") else v, check_finite)
+            for name, v in (("xs", xs), ("ys", ys))]
+    if len(seqs[0]) != len(seqs[1]) or len(seqs[0]) < 2:
+        raise ValueError(f"xs, ys: expected two sequences of one length >= 2, got {len(seqs[0])} and {len(seqs[1])}")
+    if len(set(seqs[0])) < 2:
+        raise ValueError(f"xs: expected at least two distinct values, got {list(seqs[0])}")
     x = torch.tensor(xs, dtype=torch.float64)
     y = torch.tensor(ys, dtype=torch.float64)
     xc, yc = x - x.mean(), y - y.mean()
@@ -130,6 +175,7 @@ def slope(xs, ys) -> tuple[float, float]:
 def run_experiment(cfg: Config, device=None) -> dict:
     """Every experiment of the chapter at preset ``cfg`` on ``device`` (default
     :func:`lib.common.device`); the same keys at every preset."""
+    _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     radius_sweep = [circle_run(cfg.n_circle, cfg.D_base, r, cfg, device) for r in cfg.radii]
     dim_sweep = [circle_run(cfg.n_circle, D, cfg.r_fixed, cfg, device) for D in cfg.dims]
@@ -145,4 +191,6 @@ def run_experiment(cfg: Config, device=None) -> dict:
         "count_slope": {"observed": obs_slope, "observed_r2": obs_fit,
                         "predicted": 2 * math.sqrt(neumann_ball_nu1(cfg.D_base - 1))},
         "mnist": mnist, "baselines": baseline_runs(cfg, device),
+        "kernel_and_n": kernel_and_n(cfg, device),
+        "claims": measure_claims(cfg, cfg.claim_seeds, device),
     }

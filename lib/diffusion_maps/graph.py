@@ -1,6 +1,8 @@
-"""Sparse Gaussian kernel graphs: batched k-nearest neighbours, never an (n, n) dense matrix."""
+"""Gaussian kernel graphs: batched k-nearest neighbours (never an (n, n) matrix on the device), the
+SciPy CSR form the CPU solver uses, and the untruncated dense kernel of the theory."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from lib.common import check_int, check_positive, check_tensor
@@ -19,6 +21,9 @@ def knn(x: torch.Tensor, k: int, batch_size: int = 2048) -> tuple[torch.Tensor, 
     """
     check_tensor("x", x, ndim=2, floating=True)
     n = x.shape[0]
+    if n < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one point with at least one coordinate, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
     check_int("k", k, minimum=1)
     if k > n:
         raise ValueError(f"k: expected at most n = {n} neighbours, got {k}")
@@ -57,3 +62,42 @@ def gaussian_affinity(x: torch.Tensor, eps: float, k: int, batch_size: int = 204
     # each kept edge appears 2 or 4 times (once per direction, once per list it is in):
     # dividing the sum by the count gives max(W, W^T) exactly
     return coo(summed.indices(), summed.values() / counts.values(), n)
+
+
+# ---------------------------------------------------------------- the CPU path (SciPy sparse)
+#: below this ambient dimension a k-d tree beats brute-force distances on the CPU
+KDTREE_MAX_DIM = 16
+
+
+def knn_numpy(x, k: int) -> tuple:
+    """:func:`knn` for a CPU array: a k-d tree (``scipy.spatial.cKDTree``) when D is small,
+    else the batched brute force. Returns numpy ``(d2, idx)``, both (n, k), ascending."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape[1] <= KDTREE_MAX_DIM:
+        from scipy.spatial import cKDTree
+        dist, idx = cKDTree(x).query(x, k)                                # (n, k), (n, k)
+        return dist * dist, idx
+    d2, idx = knn(torch.from_numpy(x), k)
+    return d2.numpy(), idx.numpy()
+
+
+def kernel_matrix(x, eps: float, k: int | None):
+    """The Gaussian kernel W_ij = exp(-|x_i - x_j|^2 / eps) for a CPU array ``x`` (n, D).
+
+    ``k=None``: the **untruncated** kernel, a dense (n, n) array (the operator of the theory).
+    ``k`` an int: the max-symmetrised kNN truncation of :func:`gaussian_affinity`, as a SciPy CSR
+    matrix with at most 2 n k stored entries (the same matrix, built without torch's COO sort).
+    """
+    import scipy.sparse as sp
+
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[0]
+    if k is None:
+        sq = (x * x).sum(1)                                               # (n,)
+        d2 = np.maximum(sq[:, None] - 2.0 * x @ x.T + sq[None, :], 0.0)   # (n, n)
+        np.fill_diagonal(d2, 0.0)
+        return np.exp(-d2 / eps)                                          # (n, n)
+    d2, idx = knn_numpy(x, k)                                             # (n, k), (n, k)
+    w = sp.csr_matrix((np.exp(-d2 / eps).ravel(), idx.ravel(), np.arange(0, n * k + 1, k)),
+                      shape=(n, n))
+    return w.maximum(w.T).tocsr()                                         # symmetric, (n, n)

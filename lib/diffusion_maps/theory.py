@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import check_int, check_positive, check_probability, check_tensor
 
 
 def _bessel_ratio(h: float, k: np.ndarray, terms: int = 400) -> np.ndarray:
@@ -52,6 +52,7 @@ def threshold(r: float, m: int) -> float:
 def predicted_count_circle(r: float, D: int, length: float = 2 * math.pi) -> int:
     """Non-trivial circle eigenpairs (2 pi k / L)^2, each double, below nu_1(D - 1) / r^2."""
     D = check_int("D", D, minimum=2)
+    check_positive("length", length)
     kmax = math.floor(math.sqrt(threshold(r, D - 1)) * length / (2 * math.pi) - 1e-12)
     return 2 * kmax
 
@@ -68,6 +69,8 @@ def predicted_count_sphere(r: float, D: int) -> int:
 
 def fourier_basis(theta: torch.Tensor, kmax: int) -> torch.Tensor:
     """[1, cos theta, sin theta, ..., cos kmax theta, sin kmax theta], shape (n, 2 kmax + 1)."""
+    check_tensor("theta", theta, ndim=1, floating=True, nonempty=True, finite=True)
+    check_int("kmax", kmax, minimum=0)
     k = torch.arange(1, kmax + 1, dtype=theta.dtype, device=theta.device)   # (kmax,)
     a = theta[:, None] * k                                                  # (n, kmax)
     return torch.cat([torch.ones_like(theta)[:, None], torch.cos(a), torch.sin(a)], 1)
@@ -76,6 +79,8 @@ def fourier_basis(theta: torch.Tensor, kmax: int) -> torch.Tensor:
 def harmonic_basis(p: torch.Tensor, lmax: int) -> torch.Tensor:
     """Monomials of degree <= lmax in the coordinates of p (n, 3) on S^2: they span the
     spherical harmonics of degree <= lmax. Shape (n, number of monomials)."""
+    check_tensor("p", p, shape=(None, 3), floating=True, nonempty=True, finite=True)
+    check_int("lmax", lmax, minimum=0)
     cols = [torch.ones_like(p[:, 0])]
     for a in range(lmax + 1):
         for b in range(lmax + 1 - a):
@@ -88,9 +93,13 @@ def harmonic_basis(p: torch.Tensor, lmax: int) -> torch.Tensor:
 def r_squared(vecs: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
     """R^2 of the least-squares fit of each column of ``vecs`` (n, m) on ``basis`` (n, p); (m,)."""
     check_tensor("vecs", vecs, ndim=2, floating=True)
+    if vecs.shape[0] < 1 or vecs.shape[1] < 1:
+        raise ValueError(f"vecs: expected at least one row and one column, got shape {tuple(vecs.shape)}")
     check_tensor("basis", basis, ndim=2, floating=True)
     if basis.shape[0] != vecs.shape[0]:
         raise ValueError(f"basis: expected {vecs.shape[0]} rows like vecs, got {basis.shape[0]}")
+    check_tensor("vecs", vecs, finite=True)
+    check_tensor("basis", basis, finite=True)
     b = basis.double()
     v = vecs.double()
     q, _ = torch.linalg.qr(b)                                               # (n, p)
@@ -101,7 +110,11 @@ def r_squared(vecs: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
 
 
 def count_recovered(r2: torch.Tensor, cut: float = 0.5) -> int:
-    """Leading non-trivial eigenvectors that are horizontal (R^2 >= cut) before the first vertical one."""
+    """Leading non-trivial eigenvectors that are horizontal (R^2 >= cut) before the first vertical one.
+
+    A NaN R^2 raises (it would read as "vertical" and stop the count)."""
+    check_tensor("r2", r2, ndim=1, floating=True, nonempty=True, finite=True)
+    check_probability("cut", cut)
     horiz = (r2 >= cut).tolist()
     n = 0
     for h in horiz:

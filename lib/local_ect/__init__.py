@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lib.common import check_int, check_numbers, check_positive, check_probability
+
 from .data import Graph, csbm, edge_homophily, shape_graph, split
 from .ect import (binned_ect, circle_directions, ect, entry_index, heights, random_directions, rotation_distance,
                   rotation_distance_2d, step, thresholds, undirected_edges)
@@ -69,6 +71,19 @@ class Config:
     rot_points: int = 300
     rot_trials: int = 50
     rot_scale: float = 20.0  # a smooth ECT: the shift distance varies smoothly with the angle
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        for name, least in (("num_seeds", 1), ("num_centres", 2), ("num_satellites", 3), ("noise_degree", 0),
+                            ("csbm_nodes", 4), ("csbm_dim", 1), ("num_directions", 1), ("num_thresholds", 2),
+                            ("gbdt_iter", 1), ("gnn_hidden", 1), ("gnn_epochs", 1), ("rot_directions", 1),
+                            ("rot_thresholds", 2), ("rot_points", 1), ("rot_trials", 1)):
+            check_int(name, getattr(self, name), least)
+        if not 0 < check_probability("train_fraction", self.train_fraction) < 1:
+            raise ValueError(f"train_fraction: expected a share in (0, 1), got {self.train_fraction}")
+        for name in ("csbm_degree", "csbm_signal", "radius", "scale", "gnn_lr", "rot_scale"):
+            check_positive(name, getattr(self, name))
+        check_numbers("homophily", self.homophily, check_probability)
 
 
 SMOKE = Config()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_int, check_positive, check_probability
+from lib.common import check_generator, check_int, check_positive, check_probability, check_tensor
 
 __all__ = ["Graph", "shape_graph", "csbm", "split", "edge_homophily"]
 
@@ -27,6 +27,20 @@ class Graph:
     y: torch.Tensor
     labelled: torch.Tensor
 
+    def __post_init__(self):
+        check_tensor("x", self.x, ndim=2, floating=True)
+        n = self.x.shape[0]
+        if n < 1 or self.x.shape[1] < 1:
+            raise ValueError(f"x: expected at least one node with at least one feature, got shape {tuple(self.x.shape)}")
+        check_tensor("x", self.x, finite=True)
+        _check_index("edge_index", self.edge_index, n, ndim=2)
+        if self.edge_index.shape[0] != 2:
+            raise ValueError(f"edge_index: expected shape (2, E), got {tuple(self.edge_index.shape)}")
+        check_tensor("y", self.y, shape=(n,), integer=True)
+        _check_index("labelled", self.labelled, n, ndim=1)
+        if self.labelled.numel() == 0:
+            raise ValueError("labelled: expected at least one labelled node, got none")
+
     @property
     def num_nodes(self) -> int:
         return self.x.shape[0]
@@ -36,6 +50,14 @@ class Graph:
             return self
         return Graph(self.x.to(device), self.edge_index.to(device), self.y.to(device),
                      self.labelled.to(device))
+
+
+def _check_index(name: str, idx, n: int, ndim: int = 1) -> None:
+    """An integer tensor of node ids in [0, n)."""
+    check_tensor(name, idx, ndim=ndim, integer=True)
+    if idx.numel() and not bool(((idx >= 0) & (idx < n)).all()):
+        raise ValueError(f"{name}: expected node ids in [0, {n}), got values in "
+                         f"[{int(idx.min())}, {int(idx.max())}]")
 
 
 def _both_directions(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -62,7 +84,7 @@ def shape_graph(num_centres: int, num_satellites: int = 8, noise_degree: int = 4
     cd = check_int("centre_degree", centre_degree, minimum=0)
     for name, val in (("radius", radius), ("spread", spread), ("shift", shift)):
         check_positive(name, val)
-    g = generator
+    g = check_generator("generator", generator)
     y_c = torch.arange(C) % 2  # (C,) balanced classes
     y_c = y_c[torch.randperm(C, generator=g)]
     phase = 2 * math.pi * torch.rand(C, 1, generator=g)  # (C, 1)
@@ -99,7 +121,7 @@ def csbm(num_nodes: int, homophily: float, degree: float = 6.0, dim: int = 2, si
     degree = check_positive("degree", degree)
     d = check_int("dim", dim, minimum=1)
     signal = check_positive("signal", signal)
-    g = generator
+    g = check_generator("generator", generator)
     y = (torch.arange(n) % 2)[torch.randperm(n, generator=g)]  # (n,)
     e = torch.randn(d, generator=g)
     e = e / e.norm()
@@ -118,6 +140,12 @@ def csbm(num_nodes: int, homophily: float, degree: float = 6.0, dim: int = 2, si
 def split(labelled: torch.Tensor, train_fraction: float = 0.5, *,
           generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """A random train/test split of the labelled nodes."""
+    check_tensor("labelled", labelled, ndim=1, integer=True)
+    if labelled.numel() < 2:
+        raise ValueError(f"labelled: expected at least 2 nodes to split, got {labelled.numel()}")
+    if bool((labelled < 0).any()):
+        raise ValueError("labelled: expected node ids >= 0, got a negative one")
+    check_generator("generator", generator)
     p = check_probability("train_fraction", train_fraction)
     perm = labelled[torch.randperm(labelled.numel(), generator=generator)]
     cut = int(round(p * labelled.numel()))
@@ -129,6 +157,12 @@ def split(labelled: torch.Tensor, train_fraction: float = 0.5, *,
 
 def edge_homophily(edge_index: torch.Tensor, y: torch.Tensor) -> float:
     """Share of edges (among those whose ends are both labelled) joining nodes of one class."""
+    check_tensor("y", y, ndim=1, integer=True, nonempty=True)
+    _check_index("edge_index", edge_index, y.shape[0], ndim=2)
+    if edge_index.shape[0] != 2:
+        raise ValueError(f"edge_index: expected shape (2, E), got {tuple(edge_index.shape)}")
     a, b = y[edge_index[0]], y[edge_index[1]]
     ok = (a >= 0) & (b >= 0)
+    if not bool(ok.any()):
+        raise ValueError("edge_index: expected at least one edge between labelled nodes (y >= 0), got none")
     return float((a[ok] == b[ok]).float().mean())

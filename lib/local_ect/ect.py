@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from lib.common import check_positive, check_tensor
+from lib.common import check_generator, check_int, check_positive, check_tensor
 
 __all__ = ["thresholds", "random_directions", "circle_directions", "heights", "step",
            "undirected_edges", "entry_index", "binned_ect", "ect", "rotation_distance_2d", "rotation_distance"]
@@ -47,6 +47,7 @@ def random_directions(dim: int, num_directions: int, *, generator: torch.Generat
             raise TypeError(f"{name}: expected an int, got {type(val).__name__}")
         if val < 1:
             raise ValueError(f"{name}: expected an int >= 1, got {val}")
+    check_generator("generator", generator)
     v = torch.rand(dim, num_directions, generator=generator, dtype=torch.float64) - 0.5  # (d, K)
     v = v / v.norm(dim=0, keepdim=True)
     return v.to(device=device, dtype=dtype)
@@ -65,7 +66,11 @@ def circle_directions(num_directions: int, *, device=None,
 
 def _check_xvt(x, v, t):
     check_tensor("x", x, ndim=2, floating=True)
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one vertex with at least one coordinate, got shape {tuple(x.shape)}")
     check_tensor("v", v, ndim=2, floating=True)
+    if v.shape[1] < 1:
+        raise ValueError(f"v: expected at least one direction (column), got shape {tuple(v.shape)}")
     check_tensor("t", t, ndim=1, floating=True)
     if x.shape[1] != v.shape[0]:
         raise ValueError(f"v: expected shape ({x.shape[1]}, K) to match x's {x.shape[1]} features, "
@@ -76,6 +81,8 @@ def _check_xvt(x, v, t):
         raise ValueError("t: expected strictly increasing thresholds, got an unsorted tensor")
     if x.device != v.device or x.device != t.device:
         raise ValueError(f"x, v, t: expected one device, got {x.device}, {v.device}, {t.device}")
+    for name, val in (("x", x), ("v", v), ("t", t)):
+        check_tensor(name, val, finite=True)
 
 
 def _check_scale(scale):
@@ -83,36 +90,59 @@ def _check_scale(scale):
         check_positive("scale", scale)
 
 
-def heights(x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Heights h_u(ω_k) = ⟨x_u, ω_k⟩ of every vertex in every direction: (N, d) @ (d, K) -> (N, K)."""
+def _check_heights(h, t):
+    check_tensor("h", h, ndim=2, floating=True)
+    if h.shape[0] < 1 or h.shape[1] < 1:
+        raise ValueError(f"h: expected shape (M, K) with M, K >= 1, got {tuple(h.shape)}")
+    check_tensor("h", h, finite=True)
+    check_tensor("t", t, ndim=1, floating=True, nonempty=True, finite=True)
+    if t.numel() > 1 and not bool((t[1:] > t[:-1]).all()):
+        raise ValueError("t: expected strictly increasing thresholds, got an unsorted tensor")
+
+
+def heights(x: torch.Tensor, v: torch.Tensor, *, check: bool = True) -> torch.Tensor:
+    """Heights h_u(ω_k) = ⟨x_u, ω_k⟩ of every vertex in every direction: (N, d) @ (d, K) -> (N, K).
+
+    ``check=False`` skips the input checks (callers that validated ``x`` and ``v`` already)."""
+    if check:
+        check_tensor("x", x, ndim=2, floating=True, nonempty=True, finite=True)
+        check_tensor("v", v, shape=(x.shape[1], None), floating=True, nonempty=True, finite=True)
+        if v.dtype != x.dtype:
+            raise TypeError(f"v: expected the dtype of x ({x.dtype}), got {v.dtype}")
     return x @ v  # (N, K)
 
 
-def step(h: torch.Tensor, t: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+def step(h: torch.Tensor, t: torch.Tensor, scale: float | None = None, *, check: bool = True) -> torch.Tensor:
     """Contribution of a cell with heights ``h`` (M, K) to every threshold: (M, T, K).
 
-    Exact: 1[h ≤ t]; differentiable (``scale`` given): σ(scale · (t − h)), as the paper's code."""
+    Exact: 1[h ≤ t]; differentiable (``scale`` given): σ(scale · (t − h)), as the paper's code.
+    ``check=False`` skips the input checks (callers that validated them already)."""
+    if check:
+        _check_heights(h, t)
+        _check_scale(scale)
     diff = t.view(1, -1, 1) - h.unsqueeze(1)  # (M, T, K)
     if scale is None:
         return (diff >= 0).to(h.dtype)
     return torch.sigmoid(scale * diff)
 
 
-def _check_edges(edge_index: torch.Tensor, num_nodes: int | None) -> None:
-    check_tensor("edge_index", edge_index, ndim=2)
+def _check_edges(edge_index: torch.Tensor, num_nodes: int | None, name: str = "edge_index") -> None:
+    check_tensor(name, edge_index, ndim=2)
     if edge_index.shape[0] != 2:
-        raise ValueError(f"edge_index: expected shape (2, E), got {tuple(edge_index.shape)}")
+        raise ValueError(f"{name}: expected shape (2, E), got {tuple(edge_index.shape)}")
     if edge_index.dtype != torch.long:
-        raise TypeError(f"edge_index: expected dtype torch.int64, got {edge_index.dtype}")
+        raise TypeError(f"{name}: expected dtype torch.int64, got {edge_index.dtype}")
     if edge_index.numel() and int(edge_index.min()) < 0:
-        raise ValueError(f"edge_index: expected node indices >= 0, got {int(edge_index.min())}")
+        raise ValueError(f"{name}: expected node indices >= 0, got {int(edge_index.min())}")
     if num_nodes is not None and edge_index.numel() and int(edge_index.max()) >= num_nodes:
-        raise ValueError(f"edge_index: expected node indices < {num_nodes}, "
+        raise ValueError(f"{name}: expected node indices < {num_nodes}, "
                          f"got {int(edge_index.max())}")
 
 
 def undirected_edges(edge_index: torch.Tensor, num_nodes: int | None = None) -> torch.Tensor:
     """Each undirected edge once, as (2, E) with row 0 < row 1 (self-loops and duplicates dropped)."""
+    if num_nodes is not None:
+        check_int("num_nodes", num_nodes, 1)
     _check_edges(edge_index, num_nodes)
     lo = edge_index.min(dim=0).values
     hi = edge_index.max(dim=0).values
@@ -160,21 +190,24 @@ def ect(x: torch.Tensor, v: torch.Tensor, t: torch.Tensor, *, edge_index: torch.
     batch, B = _check_batch(batch, n, num_graphs, x.device)
     if edge_index is not None:
         _check_edges(edge_index, n)  # the caller passes each undirected edge once
-    h = heights(x, v)  # (N, K)
+    h = heights(x, v, check=False)  # (N, K)
     T, K = t.numel(), v.shape[1]
     if scale is None:
         return _ect_exact(h, t, batch, B, edge_index).to(x.dtype)
     out = torch.zeros(B, T, K, device=x.device, dtype=x.dtype)
-    out.index_add_(0, batch, step(h, t, scale))  # Σ_u σ(s(t − h_u))        (B, T, K)
+    out.index_add_(0, batch, step(h, t, scale, check=False))  # Σ_u σ(s(t − h_u))        (B, T, K)
     if edge_index is not None and edge_index.numel():
         he = torch.maximum(h[edge_index[0]], h[edge_index[1]])  # (E, K) an edge enters at max height
-        out.index_add_(0, batch[edge_index[0]], step(he, t, scale), alpha=-1)
+        out.index_add_(0, batch[edge_index[0]], step(he, t, scale, check=False), alpha=-1)
     return out
 
 
-def entry_index(h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+def entry_index(h: torch.Tensor, t: torch.Tensor, *, check: bool = True) -> torch.Tensor:
     """For every height, the first threshold index j with t_j ≥ h (T if none), same shape as ``h``:
-    the threshold at which a cell of height h enters the sublevel sets."""
+    the threshold at which a cell of height h enters the sublevel sets. ``check=False`` skips the
+    input checks."""
+    if check:
+        _check_heights(h, t)
     return torch.searchsorted(t.contiguous(), h.contiguous())
 
 
@@ -187,10 +220,15 @@ def _count(counts: torch.Tensor, flat: torch.Tensor, sign: int) -> torch.Tensor:
 
 
 def binned_ect(j: torch.Tensor, owner: torch.Tensor, num_graphs: int, num_thresholds: int,
-               je: torch.Tensor | None = None, edge_owner: torch.Tensor | None = None) -> torch.Tensor:
+               je: torch.Tensor | None = None, edge_owner: torch.Tensor | None = None, *,
+               check: bool = True) -> torch.Tensor:
     """Exact eq. (1) from entry indices: vertex rows ``j`` (N, K) of graphs ``owner`` (N,), edge rows
     ``je`` (E, K) of graphs ``edge_owner`` (E,). Cell c enters at threshold j_c, so
-    χ(t_j) = Σ_{c: j_c ≤ j} ±1: bin the entries, then a cumulative sum over thresholds. (B, T, K)."""
+    χ(t_j) = Σ_{c: j_c ≤ j} ±1: bin the entries, then a cumulative sum over thresholds. (B, T, K).
+    Entry indices lie in [0, T] (T: never enters) and graph ids in [0, B); ``check=False`` skips
+    the input checks (the ECT functions, which built them)."""
+    if check:
+        _check_binned(j, owner, num_graphs, num_thresholds, je, edge_owner)
     B, T, K = num_graphs, num_thresholds, j.shape[1]
     k = torch.arange(K, device=j.device)
     counts = torch.zeros(B * (T + 1) * K, dtype=torch.long, device=j.device)
@@ -200,13 +238,32 @@ def binned_ect(j: torch.Tensor, owner: torch.Tensor, num_graphs: int, num_thresh
     return counts.view(B, T + 1, K)[:, :T].cumsum(dim=1)  # (B, T, K)
 
 
+def _check_binned(j, owner, num_graphs, num_thresholds, je, edge_owner) -> None:
+    B = check_int("num_graphs", num_graphs, 1)
+    T = check_int("num_thresholds", num_thresholds, 1)
+    check_tensor("j", j, ndim=2, integer=True)
+    if j.shape[0] < 1 or j.shape[1] < 1:
+        raise ValueError(f"j: expected shape (N, K) with N, K >= 1, got {tuple(j.shape)}")
+    check_tensor("owner", owner, shape=(j.shape[0],), integer=True)
+    if (je is None) != (edge_owner is None):
+        raise ValueError("je, edge_owner: expected both (edge rows and their graphs) or neither")
+    pairs = [("j", j, "owner", owner)] + ([("je", je, "edge_owner", edge_owner)] if je is not None else [])
+    for name, rows, oname, own in pairs:
+        check_tensor(name, rows, shape=(None, j.shape[1]), integer=True)
+        check_tensor(oname, own, shape=(rows.shape[0],), integer=True)
+        if rows.numel() and not bool(((rows >= 0) & (rows <= T)).all()):
+            raise ValueError(f"{name}: expected entry indices in [0, num_thresholds={T}], got values outside")
+        if own.numel() and not bool(((own >= 0) & (own < B)).all()):
+            raise ValueError(f"{oname}: expected graph ids in [0, num_graphs={B}), got values outside")
+
+
 def _ect_exact(h, t, batch, B, edge_index):
-    j = entry_index(h, t)  # (N, K) in [0, T]; T = never enters
+    j = entry_index(h, t, check=False)  # (N, K) in [0, T]; T = never enters
     je = owner_e = None
     if edge_index is not None and edge_index.numel():
         je = torch.maximum(j[edge_index[0]], j[edge_index[1]])  # (E, K): heights are monotone in j
         owner_e = batch[edge_index[0]]
-    return binned_ect(j, batch, B, t.numel(), je, owner_e)
+    return binned_ect(j, batch, B, t.numel(), je, owner_e, check=False)
 
 
 def rotation_distance_2d(ect_g: torch.Tensor, ect_h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -222,8 +279,11 @@ def rotation_distance_2d(ect_g: torch.Tensor, ect_h: torch.Tensor) -> tuple[torc
         check_tensor(name, val, floating=True)
         if val.ndim not in (2, 3):
             raise ValueError(f"{name}: expected shape (T, K) or (B, T, K), got {tuple(val.shape)}")
+        if val.numel() == 0:
+            raise ValueError(f"{name}: expected a non-empty image, got shape {tuple(val.shape)}")
+        check_tensor(name, val, finite=True)
     if ect_g.shape != ect_h.shape:
-        raise ValueError(f"ect_h: expected the shape of ect_g {tuple(ect_g.shape)}, got {tuple(ect_h.shape)}")
+        raise ValueError(f"ect_g, ect_h: expected one shape, got {tuple(ect_g.shape)} and {tuple(ect_h.shape)}")
     K = ect_g.shape[-1]
     s = torch.arange(K, device=ect_g.device)
     idx = (torch.arange(K, device=ect_g.device).unsqueeze(0) - s.unsqueeze(1)) % K  # (S, K): k − s
@@ -238,13 +298,19 @@ def rotation_distance(x_g: torch.Tensor, x_h: torch.Tensor, rotations: torch.Ten
                       t: torch.Tensor, *, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Eq. (2) in any dimension, the minimum over a given set of rotations ``rotations`` (R, d, d):
     returns (distance, index of the best rotation). All rotated copies form one ECT batch."""
+    check_tensor("x_g", x_g, ndim=2, floating=True)
+    if x_g.shape[0] < 1 or x_g.shape[1] < 1:
+        raise ValueError(f"x_g: expected at least one point, got shape {tuple(x_g.shape)}")
+    check_tensor("x_g", x_g, finite=True)
     check_tensor("rotations", rotations, ndim=3, floating=True)
-    d = x_g.shape[1] if x_g.ndim == 2 else -1
-    if rotations.shape[1:] != (d, d):
-        raise ValueError(f"rotations: expected shape (R, {d}, {d}), got {tuple(rotations.shape)}")
+    d = x_g.shape[1]
+    if rotations.shape[1:] != (d, d) or rotations.shape[0] < 1:
+        raise ValueError(f"rotations: expected shape (R, {d}, {d}) with R >= 1, got {tuple(rotations.shape)}")
+    check_tensor("rotations", rotations, finite=True)
     check_tensor("x_h", x_h, ndim=2, floating=True)
-    if x_h.shape[1] != d:
-        raise ValueError(f"x_h: expected {d} columns like x_g, got {tuple(x_h.shape)}")
+    if x_h.shape[1] != d or x_h.shape[0] < 1:
+        raise ValueError(f"x_h: expected at least one point with {d} columns like x_g, got {tuple(x_h.shape)}")
+    check_tensor("x_h", x_h, finite=True)
     e_g = ect(x_g, v, t, scale=scale)[0]  # (T, K)
     R, n = rotations.shape[0], x_h.shape[0]
     rotated = torch.einsum("rij,nj->rni", rotations, x_h).reshape(R * n, d)  # (R·n, d) points R x

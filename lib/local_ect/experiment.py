@@ -6,7 +6,7 @@ import statistics
 
 import torch
 
-from lib.common import device as pick_device, make_generator
+from lib.common import check_int, check_numbers, device as pick_device, make_generator
 from .data import Graph, csbm, edge_homophily, shape_graph, split
 from .ect import circle_directions, ect, random_directions, rotation_distance_2d, thresholds
 from .local import ego_mean, local_ect_features
@@ -25,8 +25,26 @@ METHODS = {
 }
 
 
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.local_ect.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
+def _check_methods(methods) -> None:
+    if isinstance(methods, (str, bytes)) or not isinstance(methods, (list, tuple)):
+        raise TypeError(f"methods: expected a tuple of method keys from {tuple(METHODS)}, got {type(methods).__name__}")
+    if not methods:
+        raise ValueError(f"methods: expected at least one of {tuple(METHODS)}, got none")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"methods: expected keys from {tuple(METHODS)}, got unknown {unknown}")
+
+
 def summarize(values: list[float]) -> dict:
     """Mean, (sample) standard deviation and the runs, rounded for stable display."""
+    check_numbers("values", values)
     mean = statistics.fmean(values)
     std = statistics.stdev(values) if len(values) > 1 else 0.0
     return {"mean": round(mean, 4), "std": round(std, 4), "runs": [round(v, 4) for v in values]}
@@ -34,6 +52,11 @@ def summarize(values: list[float]) -> dict:
 
 def evaluate_graph(graph: Graph, cfg, device, seed: int, methods=tuple(METHODS)) -> dict:
     """Accuracy of every method on one graph and one random split (labelled nodes are 0..m-1)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph: expected a Graph, got {type(graph).__name__}")
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
+    _check_methods(methods)
     g = make_generator(seed)
     graph = graph.to(device)
     train, test = split(graph.labelled.cpu(), cfg.train_fraction, generator=g)
@@ -65,6 +88,8 @@ def _collect(per_seed: list[dict]) -> dict:
 
 def run_shape(cfg, device, methods=tuple(METHODS)) -> dict:
     """Shape-defined classes (ring vs cluster, equal means), ``cfg.num_seeds`` seeds."""
+    _check_cfg(cfg)
+    _check_methods(methods)
     runs = []
     for i in range(cfg.num_seeds):
         seed = cfg.seed + i
@@ -76,6 +101,8 @@ def run_shape(cfg, device, methods=tuple(METHODS)) -> dict:
 
 def run_csbm(cfg, device, methods=tuple(METHODS)) -> dict:
     """Contextual SBMs over ``cfg.homophily``; keys are the homophily levels as strings."""
+    _check_cfg(cfg)
+    _check_methods(methods)
     out = {}
     for h in cfg.homophily:
         runs, measured = [], []
@@ -93,6 +120,12 @@ def rotation_trials(cfg, device, seed: int | None = None, scale: float | None = 
     """Rotate one planar point cloud by random angles α and recover α as the best cyclic shift of
     the ECT's direction axis, eq. (2). ``scale``: the ECT's sigmoid scale (default ``cfg.rot_scale``;
     ``None``: the exact ECT). Returns the true and recovered angles and the errors."""
+    _check_cfg(cfg)
+    if seed is not None:
+        check_int("seed", seed, 0)
+    if scale is not None and scale != -1.0:
+        from .ect import _check_scale
+        _check_scale(scale)
     scale = cfg.rot_scale if scale == -1.0 else scale
     g = make_generator(cfg.seed if seed is None else seed)
     n = cfg.rot_points
@@ -121,6 +154,7 @@ def rotation_trials(cfg, device, seed: int | None = None, scale: float | None = 
 
 def run_rotation(cfg, device) -> dict:
     """Summary of :func:`rotation_trials` for the results table."""
+    _check_cfg(cfg)
     r = rotation_trials(cfg, device)
     exact = rotation_trials(cfg, device, scale=None)
     return {"directions": cfg.rot_directions, "trials": cfg.rot_trials, "bound": round(r["bound"], 5),
@@ -133,6 +167,7 @@ def run_experiment(cfg, device=None) -> dict:
     """The chapter's main results (same keys at every preset): accuracies (mean ± std over seeds)
     on shape-defined classes and on cSBMs over homophily, and the rotation-recovery error. ``device``
     defaults to :func:`lib.common.device`."""
+    _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     return {"shape": run_shape(cfg, device), "csbm": run_csbm(cfg, device),
             "rotation": run_rotation(cfg, device)}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from lib.common import check_int, check_tensor
-from .ect import _check_scale, _check_xvt, binned_ect, entry_index, heights, step, undirected_edges
+from .ect import _check_edges, _check_scale, _check_xvt, binned_ect, entry_index, heights, step, undirected_edges
 
 __all__ = ["adjacency", "ego_pairs", "ego_masks", "ego_batch", "ego_edge_masks", "local_ect", "local_ect_features", "ego_mean",
            "normalize_max"]
@@ -109,6 +109,11 @@ def ego_masks(edge_index: torch.Tensor, num_nodes: int, k: int, *, nodes: torch.
 def ego_edge_masks(masks: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
     """M^E (B, E), sparse: 1 when both ends of the undirected edge ``edges[:, e]`` (row 0 < row 1)
     lie in ego graph i. Each edge is found from its lower end, then its upper end is looked up."""
+    if not isinstance(masks, torch.Tensor) or not masks.is_sparse or masks.ndim != 2:
+        raise TypeError(f"masks: expected the sparse (B, n) tensor of ego_masks, got {type(masks).__name__}")
+    _check_edges(edges, masks.shape[1], "edges")
+    if edges.numel() and not bool((edges[0] < edges[1]).all()):
+        raise ValueError("edges: expected each undirected edge once with row 0 < row 1 (see undirected_edges)")
     n, E = masks.shape[1], edges.shape[1]
     pos, mem = masks.indices()  # (P,) sorted by (i, u)
     key = pos * n + mem
@@ -127,7 +132,7 @@ def ego_edge_masks(masks: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
 def ego_batch(x: torch.Tensor, edge_index: torch.Tensor, k: int, *, nodes: torch.Tensor | None = None):
     """The k-hop ego graphs of ``nodes`` as one batch of disjoint graphs, for :func:`ect`:
     (x_b (P, d) member features, edges_b (2, E_b) each edge once, batch (P,) ego id), vectorised."""
-    check_tensor("x", x, ndim=2, floating=True)
+    _check_features(x)
     n = x.shape[0]
     masks = ego_masks(edge_index, n, k, nodes=nodes, device=x.device)  # (B, n)
     pos, mem = masks.indices()
@@ -138,9 +143,19 @@ def ego_batch(x: torch.Tensor, edge_index: torch.Tensor, k: int, *, nodes: torch
     return x[mem], ends, pos
 
 
-def normalize_max(img: torch.Tensor) -> torch.Tensor:
+def _check_features(x) -> None:
+    check_tensor("x", x, ndim=2, floating=True)
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one node with at least one feature, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
+
+
+def normalize_max(img: torch.Tensor, *, check: bool = True) -> torch.Tensor:
     """Divide every image (B, T, K) by its maximum over (t, ω), as the paper's code does
-    (images whose maximum is ≤ 0, e.g. all heights above the last threshold, are left as they are)."""
+    (images whose maximum is ≤ 0, e.g. all heights above the last threshold, are left as they are).
+    ``check=False`` skips the input checks."""
+    if check:
+        check_tensor("img", img, ndim=3, floating=True, nonempty=True, finite=True)
     top = img.amax(dim=(1, 2), keepdim=True)  # (B, 1, 1)
     return img / torch.where(top > 0, top, torch.ones_like(top))
 
@@ -161,33 +176,38 @@ def local_ect(x: torch.Tensor, edge_index: torch.Tensor, k: int, v: torch.Tensor
     n, T, K = x.shape[0], t.numel(), v.shape[1]
     masks = ego_masks(edge_index, n, k, nodes=nodes, device=x.device)  # (B, n)
     B = masks.shape[0]
-    h = heights(x, v)  # (n, K)
+    h = heights(x, v, check=False)  # (n, K)
     edges = undirected_edges(edge_index, n).to(x.device) if ect_type == "edges" else None
     emask = ego_edge_masks(masks, edges) if edges is not None and edges.numel() else None  # (B, E)
     if scale is None:  # exact: bin the entry thresholds of the members of every ego graph
-        j = entry_index(h, t)  # (n, K)
+        j = entry_index(h, t, check=False)  # (n, K)
         pos, mem = masks.indices()
         je = owner_e = None
         if emask is not None:
             owner_e, e = emask.indices()
             je = torch.maximum(j[edges[0][e]], j[edges[1][e]])  # (E_b, K)
-        out = binned_ect(j[mem], pos, B, T, je, owner_e).to(x.dtype)
-        return normalize_max(out) if normalize else out
+        out = binned_ect(j[mem], pos, B, T, je, owner_e, check=False).to(x.dtype)
+        return normalize_max(out, check=False) if normalize else out
     masks = masks.to(x.dtype)
-    out = torch.sparse.mm(masks, step(h, t, scale).reshape(n, T * K))  # (B, T·K) eq. (3)
+    out = torch.sparse.mm(masks, step(h, t, scale, check=False).reshape(n, T * K))  # (B, T·K) eq. (3)
     if emask is not None:
         he = torch.maximum(h[edges[0]], h[edges[1]])  # (E, K)
-        out = out - torch.sparse.mm(emask.to(x.dtype), step(he, t, scale).reshape(-1, T * K))
+        out = out - torch.sparse.mm(emask.to(x.dtype), step(he, t, scale, check=False).reshape(-1, T * K))
     out = out.reshape(-1, T, K)  # (B, T, K)
-    return normalize_max(out) if normalize else out
+    return normalize_max(out, check=False) if normalize else out
 
 
 def local_ect_features(x: torch.Tensor, edge_index: torch.Tensor, v: torch.Tensor, t: torch.Tensor, *,
                        hops=(1, 2), nodes: torch.Tensor | None = None, scale: float | None = None,
                        ect_type: str = "points") -> torch.Tensor:
     """The classifier's input of the paper: [ℓ-ECT_1(c), ℓ-ECT_2(c), x_c] flattened, (B, |hops|·T·K + d)."""
+    _check_features(x)
+    if isinstance(hops, (str, bytes)) or not isinstance(hops, (list, tuple)):
+        raise TypeError(f"hops: expected a tuple of hop counts such as (1, 2), got {type(hops).__name__}")
     if not hops:
         raise ValueError(f"hops: expected at least one hop count such as (1, 2), got {hops!r}")
+    for i, k in enumerate(hops):
+        check_int(f"hops[{i}]", k, 0)
     centres = _check_nodes(nodes, x.shape[0], x.device)
     parts = [local_ect(x, edge_index, k, v, t, nodes=centres, scale=scale, ect_type=ect_type).flatten(1)
              for k in hops]  # each (B, T·K)
@@ -197,7 +217,7 @@ def local_ect_features(x: torch.Tensor, edge_index: torch.Tensor, v: torch.Tenso
 def ego_mean(x: torch.Tensor, edge_index: torch.Tensor, k: int, *,
              nodes: torch.Tensor | None = None) -> torch.Tensor:
     """Mean of the features over each k-hop ego graph (the mean-aggregation baseline), (B, d)."""
-    check_tensor("x", x, ndim=2, floating=True)
+    _check_features(x)
     masks = ego_masks(edge_index, x.shape[0], k, nodes=nodes, device=x.device).to(x.dtype)  # (B, n)
     size = torch.sparse.sum(masks, dim=1).to_dense().unsqueeze(1)  # (B, 1)
     return torch.sparse.mm(masks, x) / size

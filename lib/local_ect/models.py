@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import check_int, check_nonnegative, check_positive, check_probability, check_tensor
 from .local import _coo, adjacency
 
 __all__ = ["gcn_norm", "GCN", "GAT", "train_gnn", "gbdt_accuracy"]
@@ -22,11 +22,32 @@ def gcn_norm(edge_index: torch.Tensor, num_nodes: int, *, device=None) -> torch.
     return _coo(a.indices(), val, a.shape, coalesced=True)
 
 
+def _check_sizes(**sizes) -> None:
+    for name, v in sizes.items():
+        check_int(name, v, 1)
+
+
+def _check_dropout(p) -> float:
+    p = check_probability("dropout", p)
+    if p >= 1:
+        raise ValueError(f"dropout: expected a probability in [0, 1), got {p}")
+    return p
+
+
+def _check_nodes_of(name: str, idx, n: int) -> None:
+    """A non-empty 1-d tensor of node ids in [0, n)."""
+    check_tensor(name, idx, ndim=1, integer=True, nonempty=True)
+    if not bool(((idx >= 0) & (idx < n)).all()):
+        raise ValueError(f"{name}: expected node ids in [0, {n}), got values in [{int(idx.min())}, {int(idx.max())}]")
+
+
 class GCN(nn.Module):
     """Two graph-convolution layers: logits = Â · relu(Â X W₁) W₂."""
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.5):
         super().__init__()
+        _check_sizes(in_dim=in_dim, hidden=hidden, out_dim=out_dim)
+        _check_dropout(dropout)
         self.lin1 = nn.Linear(in_dim, hidden)
         self.lin2 = nn.Linear(hidden, out_dim)
         self.dropout = dropout
@@ -71,6 +92,8 @@ class GAT(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, heads: int = 4, dropout: float = 0.5):
         super().__init__()
+        _check_sizes(in_dim=in_dim, hidden=hidden, out_dim=out_dim, heads=heads)
+        _check_dropout(dropout)
         self.l1 = GATLayer(in_dim, hidden, heads, concat=True)
         self.l2 = GATLayer(hidden * heads, out_dim, 1, concat=False)
         self.dropout = dropout
@@ -93,8 +116,21 @@ def train_gnn(kind: str, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Ten
     if kind not in ("gcn", "gat"):
         raise ValueError(f"kind: expected 'gcn' or 'gat', got {kind!r}")
     check_tensor("x", x, ndim=2, floating=True)
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one node with at least one feature, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
+    check_tensor("y", y, shape=(x.shape[0],), integer=True)
+    if not bool((y >= 0).all()):
+        raise ValueError("y: expected class labels >= 0, got a negative one")
+    for name, idx in (("train", train), ("test", test)):
+        _check_nodes_of(name, idx, x.shape[0])
     epochs = check_int("epochs", epochs, minimum=1)
     lr = check_positive("lr", lr)
+    _check_sizes(hidden=hidden, heads=heads)
+    if kind == "gat" and hidden // heads < 1:
+        raise ValueError(f"hidden: expected at least heads={heads} (hidden // heads units per head), got {hidden}")
+    check_nonnegative("weight_decay", weight_decay)
+    _check_dropout(dropout)
     n, C = x.shape[0], int(y.max()) + 1
     if kind == "gcn":
         model, graph = GCN(x.shape[1], hidden, C, dropout), gcn_norm(edge_index, n, device=x.device)
@@ -123,6 +159,19 @@ def gbdt_accuracy(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, 
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     check_tensor("features", features, ndim=2, floating=True)
+    if features.shape[0] < 1 or features.shape[1] < 1:
+        raise ValueError(f"features: expected at least one row and one column, got shape {tuple(features.shape)}")
+    check_tensor("features", features, finite=True)
+    check_tensor("y", y, ndim=1, integer=True, nonempty=True)
+    n = min(features.shape[0], y.shape[0])           # rows are node ids: features of the labelled nodes
+    for name, idx in (("train", train), ("test", test)):
+        _check_nodes_of(name, idx, n)
+        if not bool((y[idx] >= 0).all()):
+            raise ValueError(f"y: expected class labels >= 0 on the {name} nodes, got a negative one")
+    check_int("seed", seed, 0)
+    check_int("max_depth", max_depth, 1)
+    check_int("max_iter", max_iter, 1)
+    check_positive("learning_rate", learning_rate)
     X = features.detach().cpu().double().numpy()
     yy = y.detach().cpu().numpy()
     tr, te = train.cpu().numpy(), test.cpu().numpy()

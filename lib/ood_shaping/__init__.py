@@ -22,6 +22,8 @@ Energy, ReAct, ASH-P/S, DICE, VRA-P, OptFS, AUROC, FPR95), :mod:`.data` (MNIST a
 """
 from dataclasses import dataclass
 
+from lib.common import check_choice, check_int, check_nonnegative, check_numbers, check_positive, check_range
+
 from .data import OOD_SETS, lfw_faces, load_fashion_mnist, ood_sets, random_patches
 from .experiment import (METHODS, SHAPING, Net, SeedRun, features, fit_detectors, kl_ib_shaping,
                          load_data, metrics, run_experiment, run_seed, run_seeds, score_all,
@@ -59,6 +61,23 @@ class Config:
     n_bins: int = 64
     steps: int = 300                    # gradient-flow steps
     n_activations: int = 200000         # ID activations that form p_ID
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        for name in ("n_seeds", "width", "epochs", "batch", "n_train", "n_fit", "n_test", "n_ood", "optfs_bins",
+                     "steps", "n_activations"):
+            check_int(name, getattr(self, name), 1)
+        check_int("n_bins", self.n_bins, 2)
+        check_choice("arch", self.arch, ("mlp", "cnn"))
+        check_choice("assumption", self.assumption, ASSUMPTIONS)
+        for name in ("lr", "strength", "sigma"):
+            check_positive(name, getattr(self, name))
+        check_nonnegative("beta", self.beta)
+        for name in ("react_p", "ash_p", "dice_p"):
+            check_range(name, getattr(self, name), 0, 100)
+        vra = check_numbers("vra_p", self.vra_p, lambda n, v: check_range(n, v, 0, 100))
+        if len(vra) != 2 or not vra[0] < vra[1]:
+            raise ValueError(f"vra_p: expected two percentiles x1 < x2, got {self.vra_p!r}")
 
 
 #: the CPU run the book executes

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lib.common import check_generator, check_int, check_tensor
+
 #: scikit-image's bundled photographs used for natural-image patches, and its textures
 NATURAL = ("camera", "astronaut", "coffee", "chelsea", "rocket", "coins", "moon", "clock",
            "hubble_deep_field", "immunohistochemistry")
@@ -82,6 +84,15 @@ def _grey(img) -> torch.Tensor:
 
 def random_patches(images: list, n: int, generator: torch.Generator, zoom: int = 3) -> torch.Tensor:
     """n random (28·zoom)² crops of randomly chosen images, block-averaged to 28×28; (n, 784)."""
+    n, zoom = check_int("n", n, 1), check_int("zoom", zoom, 1)
+    check_generator("generator", generator, allow_none=False)
+    if isinstance(images, (str, bytes)) or not isinstance(images, (list, tuple)) or not images:
+        raise TypeError(f"images: expected a non-empty list of grey image tensors (H, W), got {type(images).__name__}")
+    for i, img in enumerate(images):
+        check_tensor(f"images[{i}]", img, ndim=2, floating=True)
+        if min(img.shape) < 28 * zoom:
+            raise ValueError(f"images[{i}]: expected at least {28 * zoom} x {28 * zoom} pixels for zoom={zoom}, "
+                             f"got {tuple(img.shape)}")
     size = 28 * zoom
     pick = torch.randint(len(images), (n,), generator=generator)
     u = torch.rand(n, 2, generator=generator, dtype=torch.float64)
@@ -119,11 +130,22 @@ def lfw_faces() -> torch.Tensor | None:
     return both.clamp(0, 1).reshape(-1, 784)
 
 
+def _check_images(name: str, x) -> None:
+    """(N, 784) grey images in [0, 1], N >= 1."""
+    check_tensor(name, x, shape=(None, 784), floating=True, nonempty=True)
+    if not bool(((x >= 0) & (x <= 1)).all()):
+        raise ValueError(f"{name}: expected pixels in [0, 1], got values outside (or NaN)")
+
+
 def ood_sets(n: int, generator: torch.Generator, mnist_test: torch.Tensor,
              fashion_test: torch.Tensor | None) -> tuple[dict, list]:
     """The OOD sets (CPU tensors (n_i, 784) in [0, 1]) and notes on the sets that were skipped."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n: expected a positive int, got {n!r}")
+    check_generator("generator", generator, allow_none=False)
+    _check_images("mnist_test", mnist_test)
+    if fashion_test is not None:
+        _check_images("fashion_test", fashion_test)
     sets, notes = {}, []
     if fashion_test is None:
         notes.append("fashion: skipped (data/fashion-mnist absent; run scripts/fetch_data.sh)")

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from lib.common import device as pick_device, fit_classifier, load_mnist, make_generator, seeded_init
+from lib.common import (check_generator, check_int, check_nonnegative, check_tensor, device as pick_device,
+                        fit_classifier, load_mnist, make_generator, seeded_init)
 from . import scores as S
 from .data import OOD_SETS, load_fashion_mnist, ood_sets
 from .variational import histogram, make_grid, ood_law_samples, orient_and_scale, solve_shaping
@@ -25,6 +26,7 @@ class Net(nn.Module):
 
     def __init__(self, arch: str = "mlp", width: int = 256):
         super().__init__()
+        check_int("width", width, 1)
         if arch == "mlp":
             self.body = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, width), nn.ReLU())
         elif arch == "cnn":
@@ -43,9 +45,27 @@ class Net(nn.Module):
         return self.fc(self.features(x))              # (N, 10)
 
 
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.ood_shaping.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
+def _check_inputs(x) -> None:
+    """(N, 784) images, N >= 1, finite."""
+    check_tensor("x", x, shape=(None, 784), floating=True, nonempty=True, finite=True)
+
+
 def train_net(cfg, seed: int, x: torch.Tensor, y: torch.Tensor, device) -> Net:
     """Adam on cross-entropy; initialisation and batch order from ``seed`` (the global random state is
     untouched)."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
+    _check_inputs(x)
+    check_tensor("y", y, shape=(x.shape[0],), integer=True)
+    if not bool(((y >= 0) & (y < 10)).all()):
+        raise ValueError("y: expected digit labels in [0, 10), got values outside")
     net = seeded_init(lambda: Net(cfg.arch, cfg.width), seed).to(device)
     fit_classifier(net, x, y, generator=make_generator(seed), epochs=cfg.epochs, batch_size=cfg.batch,
                    lr=cfg.lr, device=device)
@@ -55,6 +75,10 @@ def train_net(cfg, seed: int, x: torch.Tensor, y: torch.Tensor, device) -> Net:
 @torch.no_grad()
 def features(net: Net, x: torch.Tensor, batch: int = 4096) -> torch.Tensor:
     """Penultimate features of ``x`` in batches; (N, D)."""
+    if not isinstance(net, Net):
+        raise TypeError(f"net: expected a Net, got {type(net).__name__}")
+    _check_inputs(x)
+    check_int("batch", batch, 1)
     return torch.cat([net.features(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
 
 
@@ -75,6 +99,9 @@ class SeedRun:
 
 def fit_detectors(cfg, W, b, h_fit, generator: torch.Generator) -> dict:
     """Thresholds, masks, bins and the KL+IB shaping, from ID training features only."""
+    _check_cfg(cfg)
+    S._check_head(h_fit, W, b, "h_fit")
+    check_generator("generator", generator, allow_none=False)
     p = {"react_c": S.percentile_value(h_fit, cfg.react_p),
          "vra_x1": S.percentile_value(h_fit, cfg.vra_p[0]),
          "vra_x2": S.percentile_value(h_fit, cfg.vra_p[1]),
@@ -86,6 +113,12 @@ def fit_detectors(cfg, W, b, h_fit, generator: torch.Generator) -> dict:
 
 def kl_ib_shaping(cfg, h_fit, generator, assumption: str, beta: float, x_surrogate=None):
     """Solve eq. 2 for one OOD-law assumption; returns (knots, g) on the device of ``h_fit``."""
+    _check_cfg(cfg)
+    check_tensor("h_fit", h_fit, ndim=2, floating=True, nonempty=True)
+    if not bool(((h_fit >= 0) & torch.isfinite(h_fit)).all()):
+        raise ValueError("h_fit: expected finite activations >= 0 (after ReLU), got NaN, inf or a negative value")
+    check_generator("generator", generator, allow_none=False)
+    check_nonnegative("beta", beta)
     x = h_fit.flatten().double().cpu()
     if x.numel() > cfg.n_activations:
         x = x[torch.randperm(x.numel(), generator=generator)[:cfg.n_activations]]
@@ -101,6 +134,9 @@ def kl_ib_shaping(cfg, h_fit, generator, assumption: str, beta: float, x_surroga
 
 def score_all(h, W, b, p: dict) -> dict:
     """Every method's score on features ``h``; method -> (N,)."""
+    need = ("optfs", "kl_ib", "react_c", "ash_p", "dice_mask", "vra_x1", "vra_x2")
+    if not isinstance(p, dict) or any(k not in p for k in need):
+        raise TypeError(f"p: expected the dict of fit_detectors (keys {need}), got {type(p).__name__}")
     left, width, theta = p["optfs"]
     return {"kl_ib": S.shaped_energy(h, W, b, *p["kl_ib"]),
             "msp": S.msp(h, W, b), "max_logit": S.max_logit(h, W, b), "energy": S.energy(h, W, b),
@@ -113,6 +149,10 @@ def score_all(h, W, b, p: dict) -> dict:
 
 def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
     """Train one network, extract features, fit and score every detector."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
+    if data is not None and (not isinstance(data, dict) or any(k not in data for k in ("train", "test", "fashion"))):
+        raise TypeError(f"data: expected the dict of load_data, got {type(data).__name__}")
     data = data or load_data(cfg)
     gen = make_generator(seed)
     x_tr, y_tr = (t.to(device) for t in data["train"])
@@ -137,6 +177,7 @@ def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
 
 def load_data(cfg) -> dict:
     """MNIST train/test and Fashion-MNIST test on the CPU (Fashion-MNIST ``None`` when absent)."""
+    _check_cfg(cfg)
     x, y = load_mnist("train")
     try:
         fashion = load_fashion_mnist("test")[0]
@@ -147,6 +188,8 @@ def load_data(cfg) -> dict:
 
 def metrics(run: SeedRun) -> dict:
     """method -> set -> (AUROC, FPR95) for one seed, plus the average over sets."""
+    if not isinstance(run, SeedRun):
+        raise TypeError(f"run: expected a SeedRun, got {type(run).__name__}")
     out = {}
     for m, sc in run.scores.items():
         per = {k: (S.auroc(sc["id"], v), S.fpr_at_95_tpr(sc["id"], v)) for k, v in sc.items() if k != "id"}
@@ -157,12 +200,16 @@ def metrics(run: SeedRun) -> dict:
 
 def run_seeds(cfg, device) -> list:
     """One :class:`SeedRun` per seed (cfg.seed, cfg.seed + 1, ...)."""
+    _check_cfg(cfg)
     data = load_data(cfg)
     return [run_seed(cfg, cfg.seed + i, device, data) for i in range(cfg.n_seeds)]
 
 
 def summarise(runs: list) -> dict:
     """The main results table: per method and set, mean and std over seeds of AUROC and FPR95 (%)."""
+    if isinstance(runs, (str, bytes)) or not isinstance(runs, (list, tuple)) or not runs \
+            or not all(isinstance(r, SeedRun) for r in runs):
+        raise TypeError(f"runs: expected a non-empty list of SeedRun, got {runs!r:.80}")
     per_seed = [metrics(r) for r in runs]
     sets = [k for k in per_seed[0]["energy"]]
     table = {}
@@ -185,5 +232,6 @@ def summarise(runs: list) -> dict:
 def run_experiment(cfg, device=None) -> dict:
     """The chapter's main results (same keys at every preset), on ``device`` (default
     :func:`lib.common.device`)."""
+    _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     return summarise(run_seeds(cfg, device))

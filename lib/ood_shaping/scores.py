@@ -12,21 +12,26 @@ import math
 
 import torch
 
-from lib.common import check_tensor
+from lib.common import check_finite, check_int, check_positive, check_tensor
 
 
 # --- input checks -------------------------------------------------------------------------------
-def _check_head(h, W, b):
-    check_tensor("h", h, ndim=2, floating=True)
+def _check_head(h, W, b, h_name="h"):
+    """Features ``h`` (N, D), head ``W`` (C, D) and ``b`` (C,), finite (a NaN would silently become a score)."""
+    check_tensor(h_name, h, ndim=2, floating=True)
     check_tensor("W", W, ndim=2, floating=True)
     check_tensor("b", b, ndim=1, floating=True)
     if W.shape[1] != h.shape[1]:
-        raise ValueError(f"W: expected shape (C, {h.shape[1]}) to match h's feature dimension, "
+        raise ValueError(f"W: expected shape (C, {h.shape[1]}) to match {h_name}'s feature dimension, "
                          f"got {tuple(W.shape)}")
+    if W.shape[0] < 1:
+        raise ValueError(f"W: expected at least one class (row), got shape {tuple(W.shape)}")
     if b.shape[0] != W.shape[0]:
         raise ValueError(f"b: expected shape ({W.shape[0]},) to match W, got {tuple(b.shape)}")
     if h.shape[0] == 0:
-        raise ValueError("h: expected at least one sample, got shape (0, D)")
+        raise ValueError(f"{h_name}: expected at least one sample, got shape (0, D)")
+    for name, t in ((h_name, h), ("W", W), ("b", b)):
+        check_tensor(name, t, finite=True)
 
 
 def _check_percentile(name, p):
@@ -64,7 +69,7 @@ def energy(h, W, b):
 # --- fitted from ID training features -----------------------------------------------------------
 def percentile_value(h_train: torch.Tensor, p: float) -> float:
     """The p-th percentile of all ID training activations (flattened), as ReAct/VRA use."""
-    check_tensor("h_train", h_train, ndim=2, floating=True)
+    check_tensor("h_train", h_train, ndim=2, floating=True, nonempty=True, finite=True)
     p = _check_percentile("p", p)
     flat = h_train.flatten()
     if flat.numel() > 2 ** 24:   # torch.quantile's input limit; a strided subsample suffices
@@ -75,6 +80,7 @@ def percentile_value(h_train: torch.Tensor, p: float) -> float:
 def react(h, W, b, threshold: float):
     """ReAct (Sun et al.): energy of the clipped features, g(x) = min(x, c)."""
     _check_head(h, W, b)
+    check_finite("threshold", threshold)
     return energy(h.clamp(max=threshold), W, b)
 
 
@@ -109,8 +115,8 @@ def ash_s(h, W, b, percentile: float = 65):
 def dice_mask(h_train: torch.Tensor, W: torch.Tensor, percentile: float = 70) -> torch.Tensor:
     """DICE (Sun & Li) weight mask: keep w_cj where the mean contribution m_j w_cj is above the
     p-th percentile of all contributions; (C, D) boolean."""
-    check_tensor("h_train", h_train, ndim=2, floating=True)
-    check_tensor("W", W, shape=(None, h_train.shape[1]), floating=True)
+    check_tensor("h_train", h_train, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor("W", W, shape=(None, h_train.shape[1]), floating=True, nonempty=True, finite=True)
     p = _check_percentile("percentile", percentile)
     contrib = h_train.mean(dim=0)[None, :] * W                        # (C, D)
     thresh = torch.quantile(contrib.flatten().double(), p / 100.0)
@@ -127,6 +133,8 @@ def dice(h, W, b, mask: torch.Tensor):
 def vra_p(h, W, b, x1: float, x2: float):
     """VRA-P (Xu et al., as in OptFSOOD's ``vra.py``): clip at x2, then zero everything <= x1."""
     _check_head(h, W, b)
+    check_finite("x1", x1)
+    check_finite("x2", x2)
     if not x1 < x2:
         raise ValueError(f"x1, x2: expected x1 < x2, got x1={x1}, x2={x2}")
     hc = h.clamp(max=x2)
@@ -137,7 +145,8 @@ def optfs_fit(h_train: torch.Tensor, W: torch.Tensor, b: torch.Tensor, n_bins: i
     """OptFS (Zhao et al.) closed form from ID data only: bins of equal width on [q_0.001, q_0.999]
     and θ_k = E_ID[Σ_j w_{ŷ,j} h_j 1{h_j ∈ bin k}] (the mean logit contribution of bin k, ŷ the
     predicted class), normalised to unit norm. Returns ``(left_edges (K,), width, theta (K,))``."""
-    _check_head(h_train, W, b)
+    _check_head(h_train, W, b, "h_train")
+    n_bins = check_int("n_bins", n_bins, 1)
     flat = h_train.flatten().double()
     if flat.numel() > 2 ** 24:
         flat = flat[:: math.ceil(flat.numel() / 2 ** 24)]
@@ -161,8 +170,18 @@ def _bin_index(h, left, width):
     return k, inside
 
 
+def _check_bins(left, width, theta) -> None:
+    check_tensor("left", left, ndim=1, floating=True, nonempty=True, finite=True)
+    if left.numel() > 1 and not bool((left[1:] > left[:-1]).all()):
+        raise ValueError("left: expected increasing left bin edges, got an unsorted tensor")
+    check_positive("width", width)
+    check_tensor("theta", theta, shape=tuple(left.shape), floating=True, finite=True)
+
+
 def optfs_shape(h, left, width, theta):
     """g(x) = θ_k x on bin k; 0 outside [left_0, left_K + width) (as the reference does)."""
+    check_tensor("h", h, floating=True, nonempty=True, finite=True)
+    _check_bins(left, width, theta)
     k, inside = _bin_index(h, left, width)                                # (N, D)
     return torch.where(inside, theta[k] * h, torch.zeros_like(h))
 
@@ -171,6 +190,7 @@ def optfs(h, W, b, left, width, theta):
     """OptFS score as in the reference's default ("vanilla"): w_ŷ · g(h), ŷ = argmax of the
     unshaped logits."""
     _check_head(h, W, b)
+    _check_bins(left, width, theta)
     pred = logits(h, W, b).argmax(dim=1)                                   # (N,)
     return (W[pred] * optfs_shape(h, left, width, theta)).sum(dim=1)      # (N,)
 
@@ -183,10 +203,14 @@ def shaped_energy(h, W, b, knots: torch.Tensor, values: torch.Tensor):
 
 def interp(x: torch.Tensor, knots: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     """Piecewise-linear interpolation of (knots, values) at x, constant beyond the end knots."""
+    check_tensor("x", x, floating=True, nonempty=True, finite=True)
     check_tensor("knots", knots, ndim=1, floating=True)
-    check_tensor("values", values, shape=(knots.shape[0],), floating=True)
     if knots.shape[0] < 2:
         raise ValueError(f"knots: expected at least 2 knots, got {knots.shape[0]}")
+    check_tensor("knots", knots, finite=True)
+    if not bool((knots[1:] > knots[:-1]).all()):
+        raise ValueError("knots: expected strictly increasing knots, got an unsorted tensor")
+    check_tensor("values", values, shape=(knots.shape[0],), floating=True, finite=True)
     xc = x.clamp(float(knots[0]), float(knots[-1]))
     i = torch.searchsorted(knots, xc.contiguous(), right=True).clamp(1, knots.shape[0] - 1)
     x0, x1, y0, y1 = knots[i - 1], knots[i], values[i - 1], values[i]
@@ -195,12 +219,20 @@ def interp(x: torch.Tensor, knots: torch.Tensor, values: torch.Tensor) -> torch.
 
 
 # --- metrics ------------------------------------------------------------------------------------
-def auroc(score_id: torch.Tensor, score_ood: torch.Tensor) -> float:
-    """Area under the ROC curve with ID as the positive class: P(s_ID > s_OOD) + ½ P(tie)."""
-    check_tensor("score_id", score_id, ndim=1)
-    check_tensor("score_ood", score_ood, ndim=1)
+def _check_scores(score_id, score_ood) -> None:
+    """Two non-empty 1-d score vectors without NaN (±inf rank fine; a NaN would silently rank)."""
+    for name, s in (("score_id", score_id), ("score_ood", score_ood)):
+        check_tensor(name, s, ndim=1, floating=True)
     if score_id.numel() == 0 or score_ood.numel() == 0:
         raise ValueError("score_id, score_ood: expected non-empty score vectors, got an empty one")
+    for name, s in (("score_id", score_id), ("score_ood", score_ood)):
+        if bool(torch.isnan(s).any()):
+            raise ValueError(f"{name}: expected scores without NaN, got NaN")
+
+
+def auroc(score_id: torch.Tensor, score_ood: torch.Tensor) -> float:
+    """Area under the ROC curve with ID as the positive class: P(s_ID > s_OOD) + ½ P(tie)."""
+    _check_scores(score_id, score_ood)
     s = torch.cat([score_id, score_ood]).double().cpu()
     order = torch.argsort(s, stable=True)
     ranks = torch.empty_like(s)
@@ -216,10 +248,9 @@ def auroc(score_id: torch.Tensor, score_ood: torch.Tensor) -> float:
 
 def fpr_at_95_tpr(score_id: torch.Tensor, score_ood: torch.Tensor, tpr: float = 0.95) -> float:
     """FPR95: the fraction of OOD scores ≥ the largest threshold that keeps ≥ 95 % of ID samples."""
-    check_tensor("score_id", score_id, ndim=1)
-    check_tensor("score_ood", score_ood, ndim=1)
-    if score_id.numel() == 0 or score_ood.numel() == 0:
-        raise ValueError("score_id, score_ood: expected non-empty score vectors, got an empty one")
+    _check_scores(score_id, score_ood)
+    if isinstance(tpr, bool) or not isinstance(tpr, (int, float)) or not 0 < tpr <= 1:
+        raise ValueError(f"tpr: expected a true-positive rate in (0, 1], got {tpr!r}")
     s_id = torch.sort(score_id.double().cpu(), descending=True).values
     k = math.ceil(tpr * s_id.numel() - 1e-9)                   # need k ID samples at or above t
     t = s_id[k - 1]

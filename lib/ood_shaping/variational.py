@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_positive, check_tensor
+from lib.common import (check_generator, check_int, check_nonnegative, check_positive, check_probability,
+                        check_tensor)
 
 #: assumption families for p_OOD, built from ID samples X (see :func:`ood_law_samples`)
 ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate")
@@ -36,6 +37,17 @@ class Grid:
     """x-knots: ``knots[0] = 0`` (the atom of dead units) and K bin centres on (0, x_max]."""
     knots: torch.Tensor      # (K + 1,)
     edges: torch.Tensor      # (K + 1,): edges[0] = 0 < edges[1] < ... < edges[K] = x_max
+
+    def __post_init__(self):
+        check_tensor("knots", self.knots, ndim=1, floating=True)
+        if self.knots.numel() < 2:
+            raise ValueError(f"knots: expected at least 2 knots (the atom and one bin), got {self.knots.numel()}")
+        check_tensor("edges", self.edges, shape=tuple(self.knots.shape), floating=True)
+        for name in ("knots", "edges"):
+            v = getattr(self, name)
+            check_tensor(name, v, finite=True)
+            if not bool((v[1:] > v[:-1]).all()) or float(v[0]) != 0.0:
+                raise ValueError(f"{name}: expected increasing values starting at 0, got {v.tolist()}")
 
 
 def make_grid(x_max: float, n_bins: int = 64, device="cpu") -> Grid:
@@ -50,11 +62,15 @@ def make_grid(x_max: float, n_bins: int = 64, device="cpu") -> Grid:
 
 def histogram(x: torch.Tensor, grid: Grid) -> torch.Tensor:
     """Probability of each knot: exact zeros go to the atom, the rest to their bin (the last bin
-    absorbs everything above x_max). (K + 1,) summing to 1."""
+    absorbs everything above x_max). (K + 1,) summing to 1. A NaN activation raises (it would
+    otherwise be counted as a dead unit)."""
     check_tensor("x", x, floating=True)
+    if not isinstance(grid, Grid):
+        raise TypeError(f"grid: expected a Grid (see make_grid), got {type(grid).__name__}")
     x = x.flatten().to(grid.edges.dtype)
     if x.numel() == 0:
         raise ValueError("x: expected at least one sample, got none")
+    check_tensor("x", x, finite=True)
     if bool((x < 0).any()):
         raise ValueError(f"x: expected non-negative activations (after ReLU), got min {float(x.min()):.3g}")
     K = grid.edges.numel() - 1
@@ -78,12 +94,14 @@ def ood_law_samples(x_id: torch.Tensor, assumption: str, strength: float = 1.0,
     if assumption not in ASSUMPTIONS:
         raise ValueError(f"assumption: expected one of {ASSUMPTIONS}, got {assumption!r}")
     strength = check_positive("strength", strength)
-    check_tensor("x_id", x_id, floating=True)
+    _check_activations("x_id", x_id)
+    check_generator("generator", generator)
     x = x_id.flatten()
     if assumption == "surrogate":
         if x_surrogate is None:
             raise ValueError("x_surrogate: expected activations of surrogate OOD inputs for "
                              "assumption='surrogate', got None")
+        _check_activations("x_surrogate", x_surrogate)
         return x_surrogate.flatten()
     n = x.numel()
     u = torch.rand(n, generator=generator, dtype=torch.float64).to(x.device)
@@ -101,14 +119,40 @@ def ood_law_samples(x_id: torch.Tensor, assumption: str, strength: float = 1.0,
     return out
 
 
+def _check_activations(name: str, x) -> None:
+    check_tensor(name, x, floating=True, nonempty=True)
+    if not bool(((x >= 0) & torch.isfinite(x)).all()):
+        raise ValueError(f"{name}: expected finite activations >= 0 (after ReLU), got NaN, inf or a negative value")
+
+
+def _check_channel(g, p_id, p_ood, sigma, n_z) -> None:
+    """The inputs of eq. 1-2: a shaping g on the K + 1 knots and two laws on them."""
+    check_tensor("g", g, ndim=1, floating=True)
+    if g.numel() < 2:
+        raise ValueError(f"g: expected values on at least 2 knots, got shape {tuple(g.shape)}")
+    check_tensor("g", g, finite=True)
+    for name, p in (("p_id", p_id), ("p_ood", p_ood)):
+        check_tensor(name, p, shape=tuple(g.shape), floating=True)
+        if p.dtype != g.dtype:
+            raise TypeError(f"{name}: expected the dtype of g ({g.dtype}), got {p.dtype}")
+        if not bool(((p >= 0) & torch.isfinite(p)).all()):
+            raise ValueError(f"{name}: expected probabilities (finite, >= 0), got NaN, inf or a negative value")
+    check_positive("sigma", sigma)
+    check_int("n_z", n_z, 2)
+
+
 def _z_grid(g: torch.Tensor, sigma: float, n_z: int) -> torch.Tensor:
     lo = float(g.detach().min()) - 6 * sigma
     hi = float(g.detach().max()) + 6 * sigma
     return torch.linspace(lo, hi, n_z, dtype=g.dtype, device=g.device)
 
 
-def channel_densities(g, p_id, p_ood, sigma: float, n_z: int = 512):
-    """q_ID(z), q_OOD(z) on a z-grid for Z | x ~ N(g(x), σ²) (eq. 1); returns (z, dz, q_id, q_ood)."""
+def channel_densities(g, p_id, p_ood, sigma: float, n_z: int = 512, *, check: bool = True):
+    """q_ID(z), q_OOD(z) on a z-grid for Z | x ~ N(g(x), σ²) (eq. 1); returns (z, dz, q_id, q_ood).
+
+    ``check=False`` skips the input checks (the gradient flow of :func:`solve_shaping`)."""
+    if check:
+        _check_channel(g, p_id, p_ood, sigma, n_z)
     z = _z_grid(g, sigma, n_z)                                               # (M,)
     dz = z[1] - z[0]
     kern = torch.exp(-0.5 * ((z[:, None] - g[None, :]) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
@@ -119,9 +163,14 @@ def _entropy(q, dz):
     return -(q * torch.log(q.clamp_min(1e-300))).sum() * dz
 
 
-def kl_ib_terms(g, p_id, p_ood, sigma: float, prior: float = 0.5, n_z: int = 512) -> dict:
-    """The pieces of eq. 2 for a shaping g on the knots: KL(q_ID‖q_OOD), I(X;Z), I(Z;Y)."""
-    z, dz, q_id, q_ood = channel_densities(g, p_id, p_ood, sigma, n_z)
+def kl_ib_terms(g, p_id, p_ood, sigma: float, prior: float = 0.5, n_z: int = 512, *, check: bool = True) -> dict:
+    """The pieces of eq. 2 for a shaping g on the knots: KL(q_ID‖q_OOD), I(X;Z), I(Z;Y).
+
+    ``check=False`` skips the input checks (the gradient flow of :func:`solve_shaping`)."""
+    if check:
+        _check_channel(g, p_id, p_ood, sigma, n_z)
+        check_probability("prior", prior)
+    z, dz, q_id, q_ood = channel_densities(g, p_id, p_ood, sigma, n_z, check=False)
     eps = 1e-300
     kl = (q_id * (torch.log(q_id.clamp_min(eps)) - torch.log(q_ood.clamp_min(eps)))).sum() * dz
     q = prior * q_id + (1 - prior) * q_ood
@@ -132,9 +181,14 @@ def kl_ib_terms(g, p_id, p_ood, sigma: float, prior: float = 0.5, n_z: int = 512
 
 
 def kl_ib_loss(g, p_id, p_ood, beta: float, sigma: float, gamma: float = 1.0, prior: float = 0.5,
-               n_z: int = 512) -> torch.Tensor:
-    """Eq. 2: L[g] = −KL(q_ID ‖ q_OOD) + β (I(X;Z) − γ I(Z;Y))."""
-    t = kl_ib_terms(g, p_id, p_ood, sigma, prior, n_z)
+               n_z: int = 512, *, check: bool = True) -> torch.Tensor:
+    """Eq. 2: L[g] = −KL(q_ID ‖ q_OOD) + β (I(X;Z) − γ I(Z;Y)).
+
+    ``check=False`` skips the input checks (the gradient flow of :func:`solve_shaping`)."""
+    if check:
+        check_nonnegative("beta", beta)
+        check_nonnegative("gamma", gamma)
+    t = kl_ib_terms(g, p_id, p_ood, sigma, prior, n_z, check=check)
     return -t["kl"] + beta * (t["i_xz"] - gamma * t["i_zy"])
 
 
@@ -149,12 +203,24 @@ def solve_shaping(p_id: torch.Tensor, p_ood: torch.Tensor, grid: Grid, beta: flo
     bins with no mass under either law follow their neighbours (our addition).
     Returns ``(g on grid.knots in units of x, loss history)``.
     """
+    if not isinstance(grid, Grid):
+        raise TypeError(f"grid: expected a Grid (see make_grid), got {type(grid).__name__}")
     check_tensor("p_id", p_id, shape=(grid.knots.numel(),), floating=True)
     check_tensor("p_ood", p_ood, shape=(grid.knots.numel(),), floating=True)
+    for name, p in (("p_id", p_id), ("p_ood", p_ood)):
+        if not bool(((p >= 0) & torch.isfinite(p)).all()):
+            raise ValueError(f"{name}: expected probabilities (finite, >= 0), got NaN, inf or a negative value")
+    check_nonnegative("beta", beta)
     beta = float(beta)
     if not (beta >= 0 and math.isfinite(beta)):
         raise ValueError(f"beta: expected a finite number >= 0, got {beta}")
     sigma = check_positive("sigma", sigma)
+    check_nonnegative("gamma", gamma)
+    check_probability("prior", prior)
+    check_int("steps", steps, 1)
+    check_positive("lr", lr)
+    check_nonnegative("smooth", smooth)
+    check_int("n_z", n_z, 2)
     scale = float(grid.edges[-1])
     p_id, p_ood = p_id.to(grid.knots), p_ood.to(grid.knots)
     dx = torch.diff(grid.knots) / scale                                   # (K,) knot spacing
@@ -164,7 +230,7 @@ def solve_shaping(p_id: torch.Tensor, p_ood: torch.Tensor, grid: Grid, beta: flo
     history = []
     for _ in range(steps):
         g = torch.cat([zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)])   # (K+1,)
-        loss = kl_ib_loss(g, p_id, p_ood, beta, sigma, gamma, prior, n_z)
+        loss = kl_ib_loss(g, p_id, p_ood, beta, sigma, gamma, prior, n_z, check=False)
         total = loss + smooth * (u[1:] - u[:-1]).pow(2).sum()
         opt.zero_grad()
         total.backward()
@@ -179,6 +245,10 @@ def orient_and_scale(g: torch.Tensor, p_id: torch.Tensor, p_ood: torch.Tensor,
                      knots: torch.Tensor) -> torch.Tensor:
     """Fix the symmetries of eq. 2 (g ↦ ±g + c leave it unchanged): g(0) = 0, E_ID g ≥ E_OOD g, and
     E_ID[g(X)²] = E_ID[X²] so that the energy score keeps the network's logit scale."""
+    _check_channel(g, p_id, p_ood, 1.0, 2)
+    check_tensor("knots", knots, shape=tuple(g.shape), floating=True, finite=True)
+    if knots.dtype != g.dtype:
+        raise TypeError(f"knots: expected the dtype of g ({g.dtype}), got {knots.dtype}")
     g = g - g[0]
     if float((p_id - p_ood) @ g) < 0:
         g = -g

@@ -25,6 +25,8 @@ Modules: :mod:`.language` (proof language, checker), :mod:`.tactics` (sympy/z3 t
 """
 from dataclasses import dataclass
 
+from lib.common import check_int, check_numbers, check_positive, check_probability
+
 from .experiment import METHODS, ablation, budget_curve, main_experiment, run_experiment, run_methods, setup
 from .language import (ProofState, Statement, initial_state, join_steps, parse_formula, parse_steps,
                        run_step, tokenize)
@@ -54,6 +56,18 @@ class Config:
     seeds: int = 2                      # independent sampling seeds
     noise_rates: tuple = (0.1, 0.2, 0.3, 0.5)
     oracle_samples: int = 1
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        for name in ("n_train", "n_test", "rlimit_builtin", "rlimit_hammer", "train_steps", "d_model", "n_layer",
+                     "batch_size", "n_samples", "seeds", "oracle_samples"):
+            check_int(name, getattr(self, name), 1)
+        check_int("block_size", self.block_size, 2)
+        if self.d_model % 4:
+            raise ValueError(f"d_model: expected a multiple of the proposer's 4 heads, got {self.d_model}")
+        check_positive("lr", self.lr)
+        check_positive("temperature", self.temperature)
+        check_numbers("noise_rates", self.noise_rates, check_probability)
 
 
 #: the CPU run the book executes

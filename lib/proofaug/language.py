@@ -53,11 +53,61 @@ class Statement:
     assumptions: tuple      # ((name, formula_text), ...)
     goal: str
 
+    def __post_init__(self):
+        _check_variables(self.variables)
+        _check_domain(self.domain)
+        if isinstance(self.assumptions, (str, bytes)) or not isinstance(self.assumptions, (tuple, list)) or not all(
+                isinstance(a, (tuple, list)) and len(a) == 2 and all(isinstance(t, str) for t in a)
+                for a in self.assumptions):
+            raise TypeError(f"assumptions: expected a tuple of (name, formula text) pairs, got {self.assumptions!r:.80}")
+        _check_text("goal", self.goal)
+
     def prompt(self) -> str:
         """The statement as the proposer reads it."""
         parts = [f"{self.domain} {' '.join(self.variables)}"]
         parts += [f"assume {n} : {f}" for n, f in self.assumptions]
         return " ; ".join(parts) + f" ; goal {self.goal}"
+
+
+DOMAINS = ("int", "real")
+
+
+def _check_text(name: str, text) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: expected a str, got {type(text).__name__}")
+    return text
+
+
+def _check_domain(domain) -> str:
+    if domain not in DOMAINS:
+        if not isinstance(domain, str):
+            raise TypeError(f"domain: expected one of {DOMAINS}, got {type(domain).__name__} ({domain!r})")
+        raise ValueError(f"domain: expected one of {DOMAINS}, got {domain!r}")
+    return domain
+
+
+def _check_variables(variables) -> None:
+    if isinstance(variables, (str, bytes)) or not isinstance(variables, (tuple, list)) or not all(
+            isinstance(v, str) and _NAME.match(v) for v in variables):
+        raise TypeError(f"variables: expected a tuple of variable names, got {variables!r:.80}")
+
+
+def _check_stmt(stmt) -> None:
+    if not isinstance(stmt, Statement):
+        raise TypeError(f"stmt: expected a Statement, got {type(stmt).__name__}")
+
+
+def _check_prover(prover, atp: bool = False) -> None:
+    """A prover ``prover(hyps, goal, tactic, stmt) -> bool`` (with ``call_atp`` when ``atp``)."""
+    if not callable(prover) or (atp and not callable(getattr(prover, "call_atp", None))):
+        raise TypeError(f"prover: expected a Prover{' (with call_atp)' if atp else ' (a callable)'}, "
+                        f"got {type(prover).__name__}")
+
+
+def _check_steps(steps) -> None:
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)) or not all(
+            isinstance(t, str) for t in steps):
+        raise TypeError(f"steps: expected a list of mini-steps (str), got {steps!r:.80}")
 
 
 _SYMBOLS: dict = {}
@@ -96,6 +146,9 @@ _FORMULA_CACHE: dict = {}
 
 def parse_formula(text: str, variables: tuple, domain: str) -> Formula:
     """Parse ``lhs OP rhs ( | lhs OP rhs )*``; raises ``ValueError`` on malformed text."""
+    _check_text("text", text)
+    _check_variables(variables)
+    _check_domain(domain)
     key = (text, tuple(variables), domain)
     if key in _FORMULA_CACHE:
         out = _FORMULA_CACHE[key]
@@ -144,6 +197,7 @@ def parse_steps(text: str) -> list[str]:
 
 def join_steps(steps: list[str]) -> str:
     """Proof text from mini-steps (``by``/``sorry`` go back on their claim's line)."""
+    _check_steps(steps)
     lines: list[str] = []
     for s in steps:
         if not s:
@@ -211,6 +265,7 @@ class StepResult:
 
 def initial_state(stmt: Statement) -> ProofState:
     """The state right after the theorem statement: prove mode on the goal."""
+    _check_stmt(stmt)
     hyps = tuple((n, parse_formula(f, stmt.variables, stmt.domain)) for n, f in stmt.assumptions)
     goal = parse_formula(stmt.goal, stmt.variables, stmt.domain)
     root = Frame(hyps, goal, False, ("thesis", goal, True))
@@ -232,6 +287,11 @@ def _close(state: ProofState, name: str, formula: Formula, is_show: bool) -> Pro
 
 def run_step(state: ProofState, step: str, stmt: Statement, prover) -> StepResult:
     """Execute one mini-step. ``prover(hyps, goal, tactic, stmt) -> bool`` decides ``by TAC``."""
+    if not isinstance(state, ProofState):
+        raise TypeError(f"state: expected a ProofState (see initial_state), got {type(state).__name__}")
+    _check_text("step", step)
+    _check_stmt(stmt)
+    _check_prover(prover)
     toks = step.split()
     if state.done:
         return StepResult(None, "no goals left", "illegal")

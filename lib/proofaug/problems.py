@@ -158,13 +158,21 @@ def sample_theorem(family: str, rng: random.Random) -> tuple:
     """One (Statement, gold proof) of ``family`` with constants drawn from ``rng``."""
     if family not in _MAKERS:
         raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng: expected a random.Random, got {type(rng).__name__}")
     return _MAKERS[family](rng)
 
 
 def make_problems(n: int, seed: int, prover=None) -> list:
     """``n`` distinct theorems (families in turn) whose gold proofs check with ``prover``."""
-    from .language import initial_state, parse_steps, run_step
+    from lib.common import check_int
+
+    from .language import _check_prover, initial_state, parse_steps, run_step
     from .tactics import Prover
+    check_int("n", n, 1)
+    check_int("seed", seed, 0)
+    if prover is not None:
+        _check_prover(prover)
     prover = prover or Prover()
     rng, out, seen, tries = random.Random(seed), [], set(), 0
     while len(out) < n:

@@ -11,17 +11,39 @@ import random
 
 import torch
 
-from lib.common import check_int, check_probability
+import math
+
+from lib.common import check_generator, check_int, check_positive, check_probability
 from lib.common.gpt import GPT, GPTConfig, Vocab, fit_lm, sample
 
-from .language import Statement, initial_state, parse_steps, run_step, tokenize
+from .language import (Statement, _check_prover, _check_stmt, _check_text, initial_state, parse_steps, run_step,
+                       tokenize)
 from .tactics import BUILTINS
 
 SEP, NL = "<sep>", "<nl>"
 
 
+def _check_vocab(vocab) -> None:
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab: expected a Vocab (see build_vocab), got {type(vocab).__name__}")
+
+
+def _check_pairs(pairs) -> None:
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, (list, tuple)):
+        raise TypeError(f"pairs: expected a list of (Statement, proof) pairs, got {type(pairs).__name__}")
+    if not pairs:
+        raise ValueError("pairs: expected at least one (Statement, proof) pair, got none")
+    for i, pr in enumerate(pairs):
+        if not isinstance(pr, (tuple, list)) or len(pr) != 2 or not isinstance(pr[0], Statement) \
+                or not isinstance(pr[1], str):
+            raise TypeError(f"pairs[{i}]: expected a (Statement, proof text) pair, got {pr!r:.60}")
+
+
 def claim_examples(stmt: Statement, gold: str, prover) -> list:
     """(sub-statement, proof text) for the theorem and for every ``have`` claim in its gold proof."""
+    _check_stmt(stmt)
+    _check_text("gold", gold)
+    _check_prover(prover)
     steps = parse_steps(gold)
     out, state = [(stmt, gold)], initial_state(stmt)
     for i, step in enumerate(steps):
@@ -47,6 +69,9 @@ def claim_examples(stmt: Statement, gold: str, prover) -> list:
 
 def encode_pair(stmt: Statement, proof: str | None) -> list[str]:
     """Token list: prompt, ``<sep>``, proof lines joined by ``<nl>`` (no proof: the prompt only)."""
+    _check_stmt(stmt)
+    if proof is not None:
+        _check_text("proof", proof)
     toks = ["<bos>", *tokenize(stmt.prompt()), SEP]
     if proof is not None:
         for k, line in enumerate(proof.split("\n")):
@@ -57,6 +82,9 @@ def encode_pair(stmt: Statement, proof: str | None) -> list[str]:
 
 def decode_proof(tokens: list[str]) -> str:
     """Proof text from generated tokens (stops at ``<eos>``)."""
+    if isinstance(tokens, (str, bytes)) or not isinstance(tokens, (list, tuple)) or not all(
+            isinstance(t, str) for t in tokens):
+        raise TypeError(f"tokens: expected a list of str, got {tokens!r:.60}")
     words = []
     for t in tokens:
         if t == "<eos>":
@@ -67,6 +95,14 @@ def decode_proof(tokens: list[str]) -> str:
 
 def build_vocab(statements: list, proofs: list) -> Vocab:
     """All tokens of the prompts and proofs, plus the tactic names and keywords."""
+    if isinstance(statements, (str, bytes)) or not isinstance(statements, (list, tuple)) or not all(
+            isinstance(x, Statement) for x in statements):
+        raise TypeError(f"statements: expected a list of Statement, got {statements!r:.60}")
+    if not statements:
+        raise ValueError("statements: expected at least one Statement, got none")
+    if isinstance(proofs, (str, bytes)) or not isinstance(proofs, (list, tuple)) or not all(
+            isinstance(x, str) for x in proofs):
+        raise TypeError(f"proofs: expected a list of proof texts, got {proofs!r:.60}")
     toks = set(BUILTINS) | {"hammer", "proof", "qed", "have", "show", "by", "sorry", "?thesis", SEP, NL}
     for s in statements:
         toks.update(tokenize(s.prompt()))
@@ -77,8 +113,13 @@ def build_vocab(statements: list, proofs: list) -> Vocab:
 
 def training_tensors(pairs: list, vocab: Vocab, block_size: int):
     """(inputs, targets, mask) with the loss on proof tokens only; rows longer than the block dropped."""
+    _check_pairs(pairs)
+    _check_vocab(vocab)
+    check_int("block_size", block_size, 2)
     rows = [vocab.encode(encode_pair(s, p)) for s, p in pairs]
     rows = [r for r in rows if len(r) <= block_size + 1]
+    if not rows:
+        raise ValueError(f"block_size: expected room for at least one pair, got {block_size} (every pair is longer)")
     x = torch.full((len(rows), block_size), vocab.pad_id, dtype=torch.long)
     y = torch.full((len(rows), block_size), vocab.pad_id, dtype=torch.long)
     m = torch.zeros((len(rows), block_size), dtype=torch.bool)
@@ -94,6 +135,9 @@ def training_tensors(pairs: list, vocab: Vocab, block_size: int):
 def train_proposer(pairs: list, vocab: Vocab, *, steps: int, block_size: int, d_model: int, n_layer: int,
                    batch_size: int, lr: float, seed: int, device="cpu"):
     """A GPT trained on the pairs; returns (model, losses)."""
+    _check_pairs(pairs)
+    _check_vocab(vocab)
+    check_int("seed", seed, 0)
     check_int("steps", steps, 1)
     torch.manual_seed(seed)
     model = GPT(GPTConfig(len(vocab), block_size, n_layer=n_layer, n_head=4, d_model=d_model)).to(device)
@@ -108,8 +152,15 @@ def sample_proofs(model, vocab: Vocab, stmt: Statement, n: int, temperature: flo
                   generator: torch.Generator, max_new: int = 200) -> list[str]:
     """``n`` proofs sampled for one statement in one batch (stops when every row has ended)."""
     check_int("n", n, 1)
-    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0:
-        raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
+    if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0 \
+            or not math.isfinite(temperature):
+        raise ValueError(f"temperature: expected a finite number > 0, got {temperature!r}")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model: expected the proposer (a torch.nn.Module), got {type(model).__name__}")
+    _check_vocab(vocab)
+    _check_stmt(stmt)
+    check_generator("generator", generator, allow_none=False)
+    check_int("max_new", max_new, 1)
     dev = next(model.parameters()).device
     prompt = torch.tensor(vocab.encode(encode_pair(stmt, None)), dtype=torch.long)
     idx = sample(model, prompt.repeat(n, 1).to(dev), min(max_new, model.cfg.block_size - prompt.numel()),
@@ -125,6 +176,12 @@ class NeuralProposer:
     """Samples proposals; ``__call__(sub_statement)`` serves ERP re-queries from a per-subgoal pool."""
 
     def __init__(self, model, vocab: Vocab, temperature: float, seed: int, pool: int = 4):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model: expected the proposer (a torch.nn.Module), got {type(model).__name__}")
+        _check_vocab(vocab)
+        check_positive("temperature", temperature)
+        check_int("seed", seed, 0)
+        check_int("pool", pool, 1)
         self.model, self.vocab, self.temperature, self.pool = model, vocab, temperature, pool
         self.generator = torch.Generator().manual_seed(seed)
         self._pools: dict = {}
@@ -151,6 +208,9 @@ def corrupt(gold: str, rate: float, rng: random.Random) -> str:
     constant in a claim, a dropped line, a hallucinated false lemma, or a broken block (a ``qed``
     dropped or a ``show`` of the wrong statement)."""
     check_probability("rate", rate)
+    _check_text("gold", gold)
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng: expected a random.Random, got {type(rng).__name__}")
     lines, out = gold.split("\n"), []
     for k, line in enumerate(lines):
         if k == 0 or k == len(lines) - 1 or rng.random() >= rate:

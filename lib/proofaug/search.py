@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .language import Statement, initial_state, join_steps, parse_steps, run_step
+from .language import (Statement, _check_prover, _check_steps, _check_stmt, _check_text, initial_state, join_steps,
+                       parse_steps, run_step)
 
 
 @dataclass
@@ -37,6 +38,9 @@ def _flatten(steps: list) -> list:
 
 def replay(stmt: Statement, steps: list, prover):
     """States before each step and the final state; ``None`` from the first failing step on."""
+    _check_stmt(stmt)
+    _check_steps(steps)
+    _check_prover(prover)
     state, before = initial_state(stmt), []
     for step in steps:
         before.append(state)
@@ -49,6 +53,9 @@ def replay(stmt: Statement, steps: list, prover):
 
 def check_proof(stmt: Statement, text: str, prover) -> bool:
     """Does ``text`` prove ``stmt`` as written (no ``sorry``, every tactic succeeds)?"""
+    _check_stmt(stmt)
+    _check_text("text", text)
+    _check_prover(prover)
     steps = parse_steps(text)
     if "sorry" in steps:
         return False
@@ -58,6 +65,7 @@ def check_proof(stmt: Statement, text: str, prover) -> bool:
 
 def blocks_of(steps: list) -> list:
     """``(proof index, qed index)`` pairs, innermost first (in the order their ``qed`` closes)."""
+    _check_steps(steps)
     opened, blocks = [], []
     for i, s in enumerate(steps):
         if s.startswith("proof"):
@@ -71,6 +79,11 @@ def blocks_of(steps: list) -> list:
 
 def semi_proof(stmt: Statement, text: str, prover, events: list | None = None):
     """Stage 1: the maximal compatible semi-proof of a proposal, as mini-steps, or None (abandoned)."""
+    _check_stmt(stmt)
+    _check_text("text", text)
+    _check_prover(prover)
+    if events is not None and not isinstance(events, list):
+        raise TypeError(f"events: expected a list (the trace is appended to it) or None, got {type(events).__name__}")
     ev = events if events is not None else []
     init = parse_steps(text)
     if not init:
@@ -138,6 +151,11 @@ def _erp(stmt, prover, propose, before, i, expected, ev):
 
 def proof_aug(stmt: Statement, text: str, prover, propose=None, trace: bool = False) -> Outcome:
     """ProofAug on one proposal (``propose(subgoal_statement) -> text`` turns on ERP)."""
+    _check_stmt(stmt)
+    _check_text("text", text)
+    _check_prover(prover, atp=True)
+    if propose is not None and not callable(propose):
+        raise TypeError(f"propose: expected a callable propose(statement) -> text or None, got {type(propose).__name__}")
     ev: list = []
     init = parse_steps(text)
     steps0 = semi_proof(stmt, text, prover, ev)
@@ -200,6 +218,9 @@ def proof_aug(stmt: Statement, text: str, prover, propose=None, trace: bool = Fa
 def dsp(stmt: Statement, text: str, prover) -> Outcome:
     """The DSP baseline: the proposal as written, its explicit holes (``by hammer``, ``sorry``) filled
     by callATP; any other failure rejects it. No structure analysis, no coarsening."""
+    _check_stmt(stmt)
+    _check_text("text", text)
+    _check_prover(prover, atp=True)
     state = initial_state(stmt)
     for step in parse_steps(text):
         if step in ("by hammer", "sorry") and state.pending is not None:
@@ -216,6 +237,8 @@ def dsp(stmt: Statement, text: str, prover) -> Outcome:
 
 def hammer_only(stmt: Statement, prover) -> Outcome:
     """The whole theorem by callATP (built-in tactics, then the hammer): no proposal at all."""
+    _check_stmt(stmt)
+    _check_prover(prover, atp=True)
     s0 = initial_state(stmt)
     tac = prover.call_atp(s0.hyps, s0.pending[1], stmt)
     return Outcome(tac is not None, "hammer" if tac else None, tac)

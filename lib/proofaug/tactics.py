@@ -6,7 +6,9 @@ so a tactic succeeds or fails identically on every run and machine. :class:`Prov
 """
 from __future__ import annotations
 
-from .language import Formula
+from lib.common import check_int
+
+from .language import Formula, _check_domain, _check_variables
 
 BUILTINS = ("simp", "algebra", "arith", "sos", "eval", "auto")   # tried in this order, then the hammer
 TACTICS = BUILTINS + ("hammer",)
@@ -90,7 +92,18 @@ def _z3_usage(s) -> int:
 
 def z3_prove(hyps: list, goal: Formula, variables: tuple, domain: str, rlimit: int,
              linear: bool = False, nlsat: bool = False) -> bool:
-    """Is ``hyps ⊢ goal`` valid? z3 checks hyps ∧ ¬goal for unsatisfiability within ``rlimit``."""
+    """Is ``hyps ⊢ goal`` valid? z3 checks hyps ∧ ¬goal for unsatisfiability within ``rlimit``.
+
+    A bogus ``domain`` or a ``rlimit`` < 1 raises (z3 would read the first as "real" and wrap the
+    second into a huge budget)."""
+    if isinstance(hyps, (str, bytes)) or not isinstance(hyps, (list, tuple)) or not all(
+            isinstance(f, Formula) for f in hyps):
+        raise TypeError(f"hyps: expected a list of Formula, got {hyps!r:.80}")
+    if not isinstance(goal, Formula):
+        raise TypeError(f"goal: expected a Formula (see parse_formula), got {type(goal).__name__}")
+    _check_variables(variables)
+    _check_domain(domain)
+    check_int("rlimit", rlimit, 1)
     import sympy as sp
     import z3
     ctx = z3.Context()                                   # a fresh context: no history, same answer every time
@@ -227,6 +240,8 @@ class Prover:
     """
 
     def __init__(self, small: int = 2000, large: int = 30000):
+        check_int("small", small, 1)
+        check_int("large", large, 1)
         self.small, self.large = int(small), int(large)
         self.cache: dict = {}
         self.calls = 0

@@ -19,6 +19,8 @@ Modules: :mod:`.moe` (routing with capacity, dispatch/combine, batched experts),
 """
 from dataclasses import dataclass
 
+from lib.common import check_int, check_nonnegative, check_numbers, check_positive, check_probability
+
 from .experiment import (corpus_splits, predict_measured, quality_experiment, run_experiment,
                          speed_experiment, speed_spec, train_variant)
 from .model import (VARIANTS, BlockPair, MoEGPT, active_ffn_params, bits_per_char, char_vocab,
@@ -58,6 +60,26 @@ class Config:
     sp_repeats: int = 9
     sp_rhos: tuple = (None, 0.45, 0.6, 0.75)
     timeout_s: float = 240.0
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        check_numbers("seeds", self.seeds, lambda n, v: check_int(n, v, 0))
+        for name in ("block", "d_model", "n_head", "n_pairs", "n_experts", "batch", "steps", "val_windows",
+                     "world_size", "sp_d_model", "sp_n_head", "sp_batch", "sp_seq", "sp_n_experts", "sp_repeats"):
+            check_int(name, getattr(self, name), 1)
+        for d, h in (("d_model", "n_head"), ("sp_d_model", "sp_n_head")):
+            if getattr(self, d) % getattr(self, h):
+                raise ValueError(f"{d}: expected a multiple of {h}={getattr(self, h)}, got {getattr(self, d)}")
+        if self.sp_n_experts % self.world_size:
+            raise ValueError(f"sp_n_experts: expected a multiple of world_size={self.world_size}, got {self.sp_n_experts}")
+        for name in ("capacity_factor", "lr", "sp_capacity_factor", "timeout_s"):
+            check_positive(name, getattr(self, name))
+        check_nonnegative("aux_weight", self.aux_weight)
+        if isinstance(self.sp_rhos, (str, bytes)) or not isinstance(self.sp_rhos, (list, tuple)) or not self.sp_rhos:
+            raise TypeError(f"sp_rhos: expected a non-empty tuple of shares in [0, 1) or None, got {self.sp_rhos!r}")
+        for i, r in enumerate(self.sp_rhos):
+            if r is not None and check_probability(f"sp_rhos[{i}]", r) >= 1:
+                raise ValueError(f"sp_rhos[{i}]: expected a share < 1 (or None), got {r}")
 
 
 #: the CPU run the book executes

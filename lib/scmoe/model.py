@@ -16,7 +16,7 @@ import math
 import torch
 import torch.nn as nn
 
-from lib.common import check_int, check_tensor
+from lib.common import check_int, check_nonnegative, check_positive, check_tensor
 from lib.common.gpt import MLP, CausalSelfAttention, Vocab
 
 from .moe import Experts, MoE
@@ -39,7 +39,7 @@ def char_vocab(text: str) -> Vocab:
 
 def make_windows(ids: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Non-overlapping windows of ``block`` + 1 ids -> inputs (M, block), targets (M, block)."""
-    check_tensor("ids", ids, ndim=1)
+    check_tensor("ids", ids, ndim=1, integer=True)
     block = check_int("block", block, 1)
     m = (ids.numel() - 1) // block
     if m < 1:
@@ -57,6 +57,9 @@ class BlockPair(nn.Module):
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant: expected one of {VARIANTS}, got {variant!r}")
+        for name, v in (("d_model", d_model), ("n_head", n_head), ("n_experts", n_experts), ("mlp_mult", mlp_mult)):
+            check_int(name, v, 1)
+        check_positive("capacity_factor", capacity_factor)
         self.variant = variant
         ln = lambda: nn.LayerNorm(d_model)  # noqa: E731
         self.ln1a, self.attn_a = ln(), CausalSelfAttention(d_model, n_head)
@@ -95,6 +98,7 @@ class MoEGPT(nn.Module):
         for name, v in (("vocab_size", vocab_size), ("block_size", block_size), ("n_pairs", n_pairs),
                         ("d_model", d_model), ("n_head", n_head), ("n_experts", n_experts)):
             check_int(name, v, 1)
+        check_nonnegative("aux_weight", aux_weight)
         self.block_size, self.aux_weight = block_size, float(aux_weight)
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(block_size, d_model)
@@ -127,6 +131,8 @@ class MoEGPT(nn.Module):
 
 def active_ffn_params(model: MoEGPT) -> int:
     """FFN parameters a token passes through in the MoE blocks (k experts + shared expert)."""
+    if not isinstance(model, MoEGPT):
+        raise TypeError(f"model: expected a MoEGPT, got {type(model).__name__}")
     total = 0
     for pair in model.pairs:
         ex = pair.moe.experts
@@ -141,8 +147,16 @@ def active_ffn_params(model: MoEGPT) -> int:
 def bits_per_char(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
                   batch_size: int = 64) -> float:
     """Mean next-character cross-entropy in bits over all positions of (inputs, targets)."""
-    check_tensor("inputs", inputs, ndim=2)
-    check_tensor("targets", targets, shape=tuple(inputs.shape))
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    check_tensor("inputs", inputs, ndim=2, integer=True)
+    if inputs.shape[0] < 1 or inputs.shape[1] < 1:
+        raise ValueError(f"inputs: expected at least one window of at least one character, got shape {tuple(inputs.shape)}")
+    check_tensor("targets", targets, shape=tuple(inputs.shape), integer=True)
+    for name, t in (("inputs", inputs), ("targets", targets)):
+        if not bool((t >= 0).all()):
+            raise ValueError(f"{name}: expected character ids >= 0, got a negative one")
+    check_int("batch_size", batch_size, 1)
     model.eval()
     dev = next(model.parameters()).device
     total, count = 0.0, 0

@@ -122,6 +122,10 @@ class Link:
     """The interconnect: the real transport, optionally slowed to ``bandwidth`` bytes/s (off-rank bytes)."""
     bandwidth: float | None = None
 
+    def __post_init__(self):
+        if self.bandwidth is not None:
+            check_positive("bandwidth", self.bandwidth)
+
     def start(self, send: torch.Tensor) -> "Transfer":
         """Launch ``all_to_all_single`` of ``send`` (W, ...) asynchronously; dim 0 chunk j goes to rank j."""
         send = send.contiguous()
@@ -180,21 +184,44 @@ def ep_moe(x: torch.Tensor, router_w: torch.Tensor, local: tuple, k: int, capaci
     ``router_w`` (E, D) is replicated; ``local`` = (w1, b1, w2, b2) of this rank's E/W experts.
     Must run inside a process group (see :func:`launch`)."""
     check_tensor("x", x, ndim=2, floating=True)
+    if x.shape[0] < 1 or x.shape[1] < 1:
+        raise ValueError(f"x: expected at least one token of width >= 1, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
+    check_tensor("router_w", router_w, shape=(None, x.shape[1]), floating=True, nonempty=True, finite=True)
+    if not isinstance(local, (tuple, list)) or len(local) != 4 or not all(isinstance(t, torch.Tensor) for t in local):
+        raise TypeError(f"local: expected the (w1, b1, w2, b2) tensors of this rank's experts, got {type(local).__name__}")
+    check_int("k", k, 1)
+    if k > router_w.shape[0]:
+        raise ValueError(f"k: expected at most the {router_w.shape[0]} experts of router_w, got {k}")
+    check_positive("capacity_factor", capacity_factor)
+    if not isinstance(link, Link):
+        raise TypeError(f"link: expected a Link, got {type(link).__name__}")
     w = dist.get_world_size()
     n_experts = router_w.shape[0]
     if n_experts % w:
         raise ValueError(f"router_w: expected a number of experts divisible by world size {w}, got {n_experts}")
-    r = route(x @ router_w.t(), k, capacity_factor)
-    recv = link.start(to_owners(dispatch(x, r, n_experts), w)).wait()           # dispatch
-    out = expert_ffn(gather_local(recv), *local)                                # (E/W, W·C, D)
+    r = route(x @ router_w.t(), k, capacity_factor, check=False)
+    recv = link.start(to_owners(dispatch(x, r, n_experts, check=False), w)).wait()  # dispatch
+    out = expert_ffn(gather_local(recv), *local, check=False)                   # (E/W, W·C, D)
     back = link.start(scatter_back(out, w)).wait()                              # combine
-    return combine(back.reshape(n_experts, r.capacity, -1), r)
+    return combine(back.reshape(n_experts, r.capacity, -1), r, check=False)
 
 
 def ep_check_worker(rank: int, world_size: int, dev, n_tokens: int, d_model: int, n_experts: int,
                     k: int, capacity_factor: float, seed: int) -> dict:
     """Test worker: the expert-parallel layer on this rank's tokens, and the same layer computed
     on one process with all experts, for comparison (returns both as lists)."""
+    world_size = check_int("world_size", world_size, 1)
+    if check_int("rank", rank, 0) >= world_size:
+        raise ValueError(f"rank: expected a rank in [0, world_size={world_size}), got {rank}")
+    for name, v in (("n_tokens", n_tokens), ("d_model", d_model), ("n_experts", n_experts)):
+        check_int(name, v, 1)
+    if n_experts % world_size:
+        raise ValueError(f"n_experts: expected a multiple of world_size={world_size}, got {n_experts}")
+    if check_int("k", k, 1) > n_experts:
+        raise ValueError(f"k: expected at most n_experts={n_experts}, got {k}")
+    check_positive("capacity_factor", capacity_factor)
+    check_int("seed", seed, 0)
     g = torch.Generator().manual_seed(seed)                                     # same weights everywhere
     hidden = 2 * d_model
     router_w = torch.randn(n_experts, d_model, generator=g)
@@ -225,11 +252,11 @@ def top2_step(pair, router, local: tuple, x: torch.Tensor, link: Link, capacity_
     h = h_prev + pair.mlp_a(pair.ln2a(h_prev))
     h_cur = h + pair.attn_b(pair.ln1b(h))
     z = pair.ln2b(h_cur).reshape(b * t, d)
-    r = route(router(z), 2, capacity_factor)
-    recv = link.start(to_owners(dispatch(z, r, n_experts), w)).wait()          # dispatch
-    out = expert_ffn(gather_local(recv), *local)
+    r = route(router(z), 2, capacity_factor, check=False)
+    recv = link.start(to_owners(dispatch(z, r, n_experts, check=False), w)).wait()  # dispatch
+    out = expert_ffn(gather_local(recv), *local, check=False)
     back = link.start(scatter_back(out, w)).wait()                             # combine
-    return h_cur + combine(back.reshape(n_experts, r.capacity, d), r).view_as(x)
+    return h_cur + combine(back.reshape(n_experts, r.capacity, d), r, check=False).view_as(x)
 
 
 def scmoe_step(pair, local: tuple, x: torch.Tensor, link: Link, capacity_factor: float,
@@ -242,17 +269,17 @@ def scmoe_step(pair, local: tuple, x: torch.Tensor, link: Link, capacity_factor:
     w, n_experts = dist.get_world_size(), pair.moe.n_experts
     h_prev = x + pair.attn_a(pair.ln1a(x))                                     # (B, T, D)
     zs = pair.ln_sc(h_prev).reshape(b * t, d)
-    r = route(pair.moe.router(zs), 1, capacity_factor)
-    sent = link.start(to_owners(dispatch(zs, r, n_experts), w))                # dispatch launched
+    r = route(pair.moe.router(zs), 1, capacity_factor, check=False)
+    sent = link.start(to_owners(dispatch(zs, r, n_experts, check=False), w))   # dispatch launched
     recv = None if overlap else sent.wait()
     h = h_prev + pair.mlp_a(pair.ln2a(h_prev))                                 # in flight: MLP of l−1,
     h_cur = h + pair.attn_b(pair.ln1b(h))                                      # attention of l
     recv = sent.wait() if overlap else recv
-    sent = link.start(scatter_back(expert_ffn(gather_local(recv), *local), w))  # combine launched
+    sent = link.start(scatter_back(expert_ffn(gather_local(recv), *local, check=False), w))  # combine launched
     back = None if overlap else sent.wait()
     s = pair.shared(pair.ln2b(h_cur))                                          # in flight: shared expert
     back = sent.wait() if overlap else back
-    return h_cur + s + combine(back.reshape(n_experts, r.capacity, d), r).view_as(x)
+    return h_cur + s + combine(back.reshape(n_experts, r.capacity, d), r, check=False).view_as(x)
 
 
 # --- the timed schedules ---------------------------------------------------------------------------
@@ -281,6 +308,32 @@ def _max_over_ranks(values: dict, device) -> dict:
     return dict(zip(keys, t.cpu().tolist()))
 
 
+_SPEC_KEYS = ("d_model", "n_head", "batch", "seq", "n_experts", "capacity_factor", "repeats", "rhos", "seed")
+
+
+def _check_spec(spec, world_size: int) -> None:
+    """The settings of :func:`speed_worker` (see :func:`~lib.scmoe.experiment.speed_spec`)."""
+    if not isinstance(spec, dict):
+        raise TypeError(f"spec: expected a dict with keys {_SPEC_KEYS}, got {type(spec).__name__}")
+    missing = [k for k in _SPEC_KEYS if k not in spec]
+    if missing:
+        raise ValueError(f"spec: expected keys {_SPEC_KEYS}, missing {missing}")
+    for k in ("d_model", "n_head", "batch", "seq", "n_experts", "repeats"):
+        check_int(f"spec['{k}']", spec[k], 1)
+    check_int("spec['seed']", spec["seed"], 0)
+    if spec["n_experts"] % world_size:
+        raise ValueError(f"spec['n_experts']: expected a multiple of world_size={world_size}, "
+                         f"got {spec['n_experts']}")
+    if spec["d_model"] % spec["n_head"]:
+        raise ValueError(f"spec['d_model']: expected a multiple of spec['n_head']={spec['n_head']}, got {spec['d_model']}")
+    check_positive("spec['capacity_factor']", spec["capacity_factor"])
+    rhos = spec["rhos"]
+    if isinstance(rhos, (str, bytes)) or not isinstance(rhos, (list, tuple)) or not all(
+            r is None or (isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r < 1) for r in rhos):
+        raise ValueError(f"spec['rhos']: expected a list of shares in [0, 1) or None, got {rhos!r}")
+    capacity(spec["batch"] * spec["seq"], spec["n_experts"], 1, spec["capacity_factor"])  # validates
+
+
 def speed_worker(rank: int, world_size: int, dev, spec: dict) -> dict:
     """Time the components and the three schedules of one block pair on every rank's tokens.
 
@@ -292,6 +345,10 @@ def speed_worker(rank: int, world_size: int, dev, spec: dict) -> dict:
     from .model import BlockPair
     from .moe import MoE
 
+    world_size = check_int("world_size", world_size, 1)
+    if check_int("rank", rank, 0) >= world_size:
+        raise ValueError(f"rank: expected a rank in [0, world_size={world_size}), got {rank}")
+    _check_spec(spec, world_size)
     torch.manual_seed(spec["seed"])                                             # replicated weights
     d, e, cf, reps = spec["d_model"], spec["n_experts"], spec["capacity_factor"], spec["repeats"]
     pair = BlockPair(d, spec["n_head"], "scmoe", e, cf).to(dev).eval()
@@ -323,16 +380,19 @@ def speed_worker(rank: int, world_size: int, dev, spec: dict) -> dict:
         h_cur = attn_b(h)
         zs = pair.ln_sc(h_prev).reshape(n, d)
         z = pair.ln2b(h_cur).reshape(n, d)
-        r1, r2 = route(pair.moe.router(zs), 1, cf), route(moe2.router(z), 2, cf)
-        buf1, buf2 = to_owners(dispatch(zs, r1, e), w), to_owners(dispatch(z, r2, e), w)
+        r1, r2 = route(pair.moe.router(zs), 1, cf, check=False), route(moe2.router(z), 2, cf, check=False)
+        buf1, buf2 = to_owners(dispatch(zs, r1, e, check=False), w), to_owners(dispatch(z, r2, e, check=False), w)
         loc_in1, loc_in2 = gather_local(buf1), gather_local(buf2)               # same shapes as received
         real = Link()
         comp = {
             "attn": lambda: attn_a(x), "ffn": lambda: mlp_a(h_prev),
             "shared": lambda: pair.shared(pair.ln2b(h_cur)),
-            "gate1": lambda: combine(dispatch(zs, route(pair.moe.router(zs), 1, cf), e).view(e, -1, d), r1),
-            "gate2": lambda: combine(dispatch(z, route(moe2.router(z), 2, cf), e).view(e, -1, d), r2),
-            "expert1": lambda: expert_ffn(loc_in1, *loc1), "expert2": lambda: expert_ffn(loc_in2, *loc2),
+            "gate1": lambda: combine(dispatch(zs, route(pair.moe.router(zs), 1, cf, check=False), e, check=False)
+                                     .view(e, -1, d), r1, check=False),
+            "gate2": lambda: combine(dispatch(z, route(moe2.router(z), 2, cf, check=False), e, check=False)
+                                     .view(e, -1, d), r2, check=False),
+            "expert1": lambda: expert_ffn(loc_in1, *loc1, check=False),
+            "expert2": lambda: expert_ffn(loc_in2, *loc2, check=False),
         }
         for f in comp.values():
             f()                                                                 # warm-up
@@ -373,12 +433,7 @@ def speed_worker(rank: int, world_size: int, dev, spec: dict) -> dict:
 
 def measure_speed(spec: dict, world_size: int = 2, timeout_s: float = 240.0) -> dict:
     """Launch :func:`speed_worker` on ``world_size`` ranks and return rank 0's measurements."""
-    need = ("d_model", "n_head", "batch", "seq", "n_experts", "capacity_factor", "repeats", "rhos", "seed")
-    missing = [k for k in need if k not in spec]
-    if missing:
-        raise ValueError(f"spec: expected keys {need}, missing {missing}")
-    if spec["n_experts"] % world_size:
-        raise ValueError(f"spec['n_experts']: expected a multiple of world_size={world_size}, "
-                         f"got {spec['n_experts']}")
-    capacity(spec["batch"] * spec["seq"], spec["n_experts"], 1, spec["capacity_factor"])  # validates
+    world_size = check_int("world_size", world_size, 1)
+    _check_spec(spec, world_size)
+    check_positive("timeout_s", timeout_s)
     return launch(speed_worker, world_size, (spec,), timeout_s)[0]

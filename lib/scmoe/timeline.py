@@ -8,16 +8,37 @@ time of a schedule is when both streams are done: eq. (7)-(9) are the closed for
 """
 from __future__ import annotations
 
-from lib.common import check_int, check_positive, check_probability
+import math
+
+from lib.common import check_choice, check_int, check_positive, check_probability
 
 SCHEDULES = ("top2", "top1", "shared", "scmoe_seq", "scmoe_overlap")
 #: the reference setting at which a communication share ρ is quoted: 8 experts on 8 devices, cf = 1
 REF_EXPERTS, REF_CF = 8, 1.0
 
 
+#: the component durations :func:`program` reads, and the measured ones :func:`components` starts from
+PROGRAM_KEYS = ("attn", "ffn", "shared", "gate1", "gate2", "expert1", "expert2", "a2a1", "a2a2")
+BASE_KEYS = ("attn", "ffn", "gate1", "gate2")
+
+
+def _check_durations(name: str, c, keys) -> None:
+    if not isinstance(c, dict):
+        raise TypeError(f"{name}: expected a dict of durations with keys {keys}, got {type(c).__name__}")
+    missing = [k for k in keys if k not in c]
+    if missing:
+        raise ValueError(f"{name}: expected keys {keys}, missing {missing}")
+    for k in keys:
+        v = c[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{name}[{k!r}]: expected a finite duration >= 0, got {v!r}")
+
+
 def program(schedule: str, c: dict) -> list:
     """The steps of ``schedule`` for component durations ``c`` (keys: attn, ffn, shared, gate1,
     gate2, expert1, expert2, a2a1, a2a2; any unit)."""
+    check_choice("schedule", schedule, SCHEDULES)
+    _check_durations("c", c, PROGRAM_KEYS)
     pre = [("compute", "attn l-1", c["attn"]), ("compute", "mlp l-1", c["ffn"]),
            ("compute", "attn l", c["attn"])]
     if schedule in ("top2", "top1"):
@@ -46,6 +67,14 @@ def program(schedule: str, c: dict) -> list:
 
 def simulate(steps: list) -> tuple[list, float]:
     """Run a program: returns segments [(stream, name, start, end)] and the total time."""
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
+        raise TypeError(f"steps: expected a list of program steps (see program), got {type(steps).__name__}")
+    for i, step in enumerate(steps):
+        if not isinstance(step, (list, tuple)) or len(step) < 2 or step[0] not in ("compute", "launch", "wait"):
+            raise ValueError(f"steps[{i}]: expected ('compute'|'launch', name, duration) or ('wait', name), got {step!r}")
+        if step[0] != "wait" and (len(step) != 3 or isinstance(step[2], bool) or not isinstance(step[2], (int, float))
+                                  or not (step[2] >= 0 and math.isfinite(step[2]))):
+            raise ValueError(f"steps[{i}]: expected a finite duration >= 0, got {step!r}")
     t, link_free, done, segs = 0.0, 0.0, {}, []
     for step in steps:
         kind, name = step[0], step[1]
@@ -88,6 +117,7 @@ def components(base: dict, rho: float, n_experts: int = REF_EXPERTS,
     compute cf·k·N padded slots: expert_k = k·cf·ffn. ρ is the share of the two All-to-Alls in the
     top-2 MoE time at the reference (E = 8 devices, cf = 1): ρ = 2·a2a₂ / (2·a2a₂ + 2·ffn), eq. (6);
     elsewhere the bytes that leave a device scale with k·cf·(1 − 1/E)."""
+    _check_durations("base", base, BASE_KEYS)
     rho = check_probability("rho", rho)
     if rho >= 1:
         raise ValueError(f"rho: expected a share < 1, got {rho}")
@@ -106,6 +136,8 @@ def components(base: dict, rho: float, n_experts: int = REF_EXPERTS,
 def step_time(schedule: str, c: dict, training: bool = False) -> float:
     """Time of one block pair; training = forward + a backward pass with twice the compute and the
     same All-to-All volume, overlapped the same way (the backward of a shortcut is a shortcut)."""
+    check_choice("schedule", schedule, SCHEDULES)
+    _check_durations("c", c, PROGRAM_KEYS)
     fwd = simulate(program(schedule, c))[1]
     if not training:
         return fwd
@@ -117,6 +149,17 @@ def speedup_curve(base: dict, rhos, baseline: str = "top2", schedule: str = "scm
                   n_experts: int = REF_EXPERTS, capacity_factor: float = REF_CF,
                   training: bool = False) -> list[float]:
     """time(baseline) / time(schedule) at each ρ in ``rhos``."""
+    _check_durations("base", base, BASE_KEYS)
+    if isinstance(rhos, (str, bytes)) or not hasattr(rhos, "__iter__") or isinstance(rhos, dict):
+        raise TypeError(f"rhos: expected a list of communication shares, got {type(rhos).__name__}")
+    rhos = list(rhos)
+    if not rhos:
+        raise ValueError("rhos: expected at least one share, got none")
+    for i, rho in enumerate(rhos):
+        if check_probability(f"rhos[{i}]", rho) >= 1:
+            raise ValueError(f"rhos[{i}]: expected a share < 1, got {rho}")
+    check_choice("baseline", baseline, SCHEDULES)
+    check_choice("schedule", schedule, SCHEDULES)
     out = []
     for rho in rhos:
         c = components(base, rho, n_experts, capacity_factor)

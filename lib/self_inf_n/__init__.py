@@ -24,6 +24,8 @@ its self-influence), :mod:`.experiment`.
 """
 from dataclasses import dataclass
 
+from lib.common import check_choice, check_int, check_numbers, check_positive, check_probability
+
 from .attack import (evaluate, eval_sets, generate, hazard_metrics, is_procedure,
                      new_model, train)
 from .experiment import (SELECTIONS, align_without_declines, attack, build_world, run_experiment, run_small_world, score_pool,
@@ -68,6 +70,32 @@ class Config:
     # SmolLM2-135M-Instruct: length bias of the scores on a generated English pool
     smol_samples: int = 96
     smol_blocks: int = 2            # gradients of the last blocks only (30 = all parameters)
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        for name in ("d_model", "n_layer", "n_head", "n_pretrain", "n_align", "pool_size", "n_benign_eval", "k",
+                     "attack_batch", "full_seeds", "smol_blocks"):
+            check_int(name, getattr(self, name), 1)
+        check_int("block", self.block, 2)
+        check_int("smol_samples", self.smol_samples, 0)
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model: expected a multiple of n_head={self.n_head}, got {self.d_model}")
+        if self.k > self.pool_size:
+            raise ValueError(f"k: expected at most pool_size={self.pool_size}, got {self.k}")
+        for name in ("pretrain_epochs", "pretrain_lr", "align_epochs", "align_lr", "attack_epochs", "attack_lr"):
+            check_positive(name, getattr(self, name))
+        for name in ("refusal_share", "decline_share", "new_share"):
+            check_probability(name, getattr(self, name))
+        if self.refusal_share + self.decline_share > 1:
+            raise ValueError(f"decline_share: expected refusal_share + decline_share <= 1, got "
+                             f"{self.refusal_share} + {self.decline_share}")
+        check_numbers("seeds", self.seeds, lambda n, v: check_int(n, v, 0))
+        check_numbers("other_worlds", self.other_worlds, lambda n, v: check_int(n, v, 0), allow_empty=True)
+        check_numbers("lr_sweep", self.lr_sweep, check_positive, allow_empty=True)
+        if isinstance(self.control, (str, bytes)) or not isinstance(self.control, (list, tuple)):
+            raise TypeError(f"control: expected a tuple of selections from {SELECTIONS}, got {self.control!r}")
+        for i, name in enumerate(self.control):
+            check_choice(f"control[{i}]", name, SELECTIONS)
 
 
 #: the CPU run the book executes

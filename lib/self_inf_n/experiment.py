@@ -8,19 +8,41 @@ import dataclasses
 
 import torch
 
-from lib.common import device as pick_device
+from lib.common import check_int, check_tensor, device as pick_device
 
-from .attack import evaluate, eval_sets, new_model, train
+from .attack import _check_model, evaluate, eval_sets, new_model, train
 from .influence import select_random, select_top, self_inf_n, self_influence, spearman
-from .world import (alignment_set, answer_lengths, benign_pool, encode, is_trivial, make_world,
-                    pretrain_corpus)
+from .world import (_check_samples, _check_world, alignment_set, answer_lengths, benign_pool, encode, is_trivial,
+                    make_world, pretrain_corpus)
 
 SELECTIONS = ("self_inf_n", "self_inf", "random", "bottom", "longest", "full")
+
+
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.self_inf_n.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
+_SCORE_KEYS = ("self_inf", "self_inf_n", "length", "trivial", "family")
+
+
+def _check_scores(scores) -> None:
+    if not isinstance(scores, dict) or any(k not in scores for k in _SCORE_KEYS):
+        raise TypeError(f"scores: expected the dict of score_pool (keys {_SCORE_KEYS}), got {type(scores).__name__}")
+
+
+def _check_idx(idx, n: int) -> None:
+    check_tensor("idx", idx, ndim=1, integer=True, nonempty=True)
+    if not bool(((idx >= 0) & (idx < n)).all()):
+        raise ValueError(f"idx: expected pool indices in [0, {n}), got values in [{int(idx.min())}, {int(idx.max())}]")
 
 
 def build_world(cfg, device="cpu") -> dict:
     """Pretrain and align the small GPT; draw the benign pool. Returns the world, the aligned model,
     the pool, the evaluation sets and the evaluations of the pretrained and aligned models."""
+    _check_cfg(cfg)
     w = make_world(cfg.seed)
     g = torch.Generator().manual_seed(cfg.seed)
     pre = pretrain_corpus(w, cfg.n_pretrain, g)
@@ -42,6 +64,9 @@ def build_world(cfg, device="cpu") -> dict:
 def align_without_declines(wd: dict, cfg, device="cpu"):
     """The control: the same pretrained model aligned on an alignment set without the declines of
     unknown items (drawn afresh, same size and refusal share). Returns the model and its evaluation."""
+    if not isinstance(wd, dict) or any(k not in wd for k in ("base", "world", "sets")):
+        raise TypeError(f"wd: expected the dict of build_world, got {type(wd).__name__}")
+    _check_cfg(cfg)
     model = copy.deepcopy(wd["base"])
     g = torch.Generator().manual_seed(cfg.seed + 104729)
     ali = alignment_set(wd["world"], cfg.n_align, g, refusal_share=cfg.refusal_share, decline_share=0.0)
@@ -52,6 +77,12 @@ def align_without_declines(wd: dict, cfg, device="cpu"):
 
 def score_pool(model, w, pool, block: int, chunk: int = 32) -> dict:
     """Self-Inf (eq. 1) and Self-Inf-N (eq. 2) of every pool sample on the aligned model."""
+    _check_model(model)
+    _check_world(w)
+    if isinstance(pool, (str, bytes)) or not isinstance(pool, (list, tuple)):
+        raise TypeError(f"pool: expected a list of (family, prompt, answer) samples, got {type(pool).__name__}")
+    if not pool:
+        raise ValueError("pool: expected at least one sample, got none")
     x, y, m = encode(w, pool, block)
     si = self_influence(model, x, y, m, chunk=chunk).cpu().double()
     lengths = answer_lengths(pool)
@@ -62,6 +93,8 @@ def score_pool(model, w, pool, block: int, chunk: int = 32) -> dict:
 def selections(scores: dict, k: int, seed: int) -> dict:
     """The compared selections of ``k`` samples (indices into the pool): Self-Inf-N, vanilla Self-Inf,
     random, bottom-k by Self-Inf-N, longest answers, and the full pool."""
+    _check_scores(scores)
+    check_int("seed", seed, 0)
     triv, n = scores["trivial"], len(scores["family"])
     return {
         "self_inf_n": select_top(scores["self_inf_n"], k, triv),
@@ -75,6 +108,8 @@ def selections(scores: dict, k: int, seed: int) -> dict:
 
 def selection_stats(scores: dict, idx: torch.Tensor) -> dict:
     """Answer lengths and family counts of a selection."""
+    _check_scores(scores)
+    _check_idx(idx, len(scores["family"]))
     lengths = scores["length"][idx].double()
     fams = collections.Counter(scores["family"][i] for i in idx.tolist())
     return {"median_length": float(lengths.median()), "mean_length": float(lengths.mean()),
@@ -85,6 +120,15 @@ def selection_stats(scores: dict, idx: torch.Tensor) -> dict:
 def attack(aligned, w, pool, sets, idx: torch.Tensor, seed: int, cfg, device="cpu") -> dict:
     """Fine-tune a copy of the aligned model on ``pool[idx]`` (the paper's recipe scaled down:
     ``cfg.attack_epochs`` epochs, batch ``cfg.attack_batch``, AdamW) and evaluate it."""
+    _check_model(aligned, "aligned")
+    _check_world(w)
+    if isinstance(pool, (str, bytes)) or not isinstance(pool, (list, tuple)) or not pool:
+        raise TypeError(f"pool: expected a non-empty list of (family, prompt, answer) samples, got {pool!r:.60}")
+    if not isinstance(sets, dict):
+        raise TypeError(f"sets: expected the dict of eval_sets, got {type(sets).__name__}")
+    _check_idx(idx, len(pool))
+    check_int("seed", seed, 0)
+    _check_cfg(cfg)
     model = copy.deepcopy(aligned)
     train(model, w, [pool[i] for i in idx.tolist()], epochs=cfg.attack_epochs, batch_size=cfg.attack_batch,
           lr=cfg.attack_lr, seed=seed, answer_only=True, device=device)
@@ -103,6 +147,10 @@ def _mean(rows: list, key: tuple) -> float:
 
 def summarise(runs: list) -> dict:
     """Mean (and spread) over seeds of the metrics the chapter reports."""
+    if isinstance(runs, (str, bytes)) or not isinstance(runs, (list, tuple)) or not all(isinstance(r, dict) for r in runs):
+        raise TypeError(f"runs: expected a list of evaluate() dicts, got {type(runs).__name__}")
+    if not runs:
+        raise ValueError("runs: expected at least one run, got none")
     keys = {"harmful": ("held", "harmful"), "exact": ("held", "exact"), "refusal": ("held", "refusal"),
             "hazard_content": ("held", "hazard_content"), "length": ("held", "length"),
             "harmful_seen": ("seen", "harmful"), "refusal_seen": ("seen", "refusal"),
@@ -117,6 +165,7 @@ def run_small_world(cfg, device="cpu") -> dict:
     """Everything on the small GPT: pretrain and align, score the pool, attack with every selection over
     ``cfg.seeds``, the learning-rate sweep, and (when the alignment has declines) the control aligned
     without them, attacked with the selections ``cfg.control``. Returns plain numbers (JSON-ready)."""
+    _check_cfg(cfg)
     wd = build_world(cfg, device)
     w, model, pool, sets = wd["world"], wd["model"], wd["pool"], wd["sets"]
     sc = score_pool(model, w, pool, cfg.block)
@@ -157,6 +206,7 @@ def run_small_world(cfg, device="cpu") -> dict:
 def run_experiment(cfg, device=None) -> dict:
     """The FULL/SMOKE entry point: the small world and the SmolLM2 length-bias check, on ``device``
     (default :func:`lib.common.device`)."""
+    _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     from .smollm import smollm_length_bias
     out = {"small_world": run_small_world(cfg, device)}

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call, grad, vmap
 
-from lib.common import check_int, check_tensor
+from lib.common import check_generator, check_int, check_tensor
 from lib.common.gpt import lm_loss
 
 
@@ -19,10 +19,12 @@ def _check_batch(inputs, targets, mask):
     check_tensor("inputs", inputs, ndim=2)
     if inputs.dtype != torch.long:
         raise TypeError(f"inputs: expected a torch.long tensor of token ids, got dtype {inputs.dtype}")
-    check_tensor("targets", targets, shape=tuple(inputs.shape))
-    check_tensor("mask", mask, shape=tuple(inputs.shape))
     if inputs.shape[0] == 0:
         raise ValueError("inputs: expected at least one sample, got an empty batch")
+    check_tensor("targets", targets, shape=tuple(inputs.shape))
+    if targets.dtype != torch.long:
+        raise TypeError(f"targets: expected a torch.long tensor of token ids, got dtype {targets.dtype}")
+    check_tensor("mask", mask, shape=tuple(inputs.shape))
     if not bool((mask.sum(1) > 0).all()):
         raise ValueError("mask: expected every sample to have at least one answer token, got an empty row")
 
@@ -156,6 +158,8 @@ def self_influence(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.
       row's gradient in closed form (Linear, Embedding and LayerNorm parameters only; see
       :func:`_sq_norms_hooks`);
     - ``"auto"``: hooks when every parameter of θ allows it, else vmap."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     _check_batch(inputs, targets, mask)
     check_int("chunk", chunk, 1)
     if method not in METHODS:
@@ -202,8 +206,8 @@ def self_influence(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.
 
 def self_inf_n(self_inf: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Self-Inf-N (eq. 2): log(Self-Inf + 1) + log(answer length + 1)."""
-    check_tensor("self_inf", self_inf, ndim=1, floating=True)
-    check_tensor("lengths", lengths, shape=(self_inf.shape[0],))
+    check_tensor("self_inf", self_inf, ndim=1, floating=True, nonempty=True, finite=True)
+    check_tensor("lengths", lengths, shape=(self_inf.shape[0],), integer=True)
     if bool((self_inf < 0).any()):
         raise ValueError("self_inf: expected squared norms >= 0, got a negative value")
     if bool((lengths < 0).any()):
@@ -216,7 +220,7 @@ def select_top(scores: torch.Tensor, k: int, trivial: torch.Tensor | None = None
     """Indices of the ``k`` highest (``largest=False``: lowest) scores, trivial answers dropped first.
 
     Ties are broken by index (a stable sort), so the selection is deterministic."""
-    check_tensor("scores", scores, ndim=1)
+    check_tensor("scores", scores, ndim=1, floating=True, nonempty=True, finite=True)
     check_int("k", k, 1)
     if trivial is None:
         trivial = torch.zeros_like(scores, dtype=torch.bool)
@@ -232,6 +236,9 @@ def select_random(n: int, k: int, generator: torch.Generator, trivial: torch.Ten
     """``k`` indices drawn uniformly without replacement among the non-trivial samples."""
     check_int("n", n, 1)
     check_int("k", k, 1)
+    check_generator("generator", generator, allow_none=False)
+    if trivial is not None:
+        check_tensor("trivial", trivial, shape=(n,))
     keep = torch.arange(n) if trivial is None else (~trivial.bool()).nonzero().flatten()
     if k > keep.numel():
         raise ValueError(f"k: expected at most {keep.numel()}, got {k}")
@@ -239,11 +246,16 @@ def select_random(n: int, k: int, generator: torch.Generator, trivial: torch.Ten
 
 
 def spearman(x: torch.Tensor, y: torch.Tensor) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
+    """Spearman rank correlation (average ranks for ties); NaN raises (it has no rank)."""
     check_tensor("x", x, ndim=1)
-    check_tensor("y", y, shape=(x.shape[0],))
+    check_tensor("y", y, ndim=1)
+    if x.shape != y.shape:
+        raise ValueError(f"x, y: expected one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
     if x.numel() < 2:
         raise ValueError(f"x: expected at least 2 values, got {x.numel()}")
+    for name, v in (("x", x), ("y", y)):
+        if v.is_floating_point() and bool(torch.isnan(v).any()):
+            raise ValueError(f"{name}: expected values without NaN, got NaN")
 
     def rank(v):
         v = v.double()

@@ -122,9 +122,22 @@ def text_pool(n: int, seed: int) -> list[tuple[str, str, str]]:
     return out
 
 
+def _check_pool(pool) -> None:
+    if isinstance(pool, (str, bytes)) or not isinstance(pool, (list, tuple)):
+        raise TypeError(f"pool: expected a list of (kind, instruction, response), got {type(pool).__name__}")
+    if not pool:
+        raise ValueError("pool: expected at least one sample, got none")
+    for i, row in enumerate(pool):
+        if not isinstance(row, (list, tuple)) or len(row) != 3 or not all(isinstance(t, str) for t in row):
+            raise TypeError(f"pool[{i}]: expected a (kind, instruction, response) triple of str, got {row!r:.60}")
+
+
 def chat_tensors(tok, pool: list) -> list[tuple[torch.Tensor, int]]:
     """ChatML-encode each (kind, instruction, response): (ids (T,), index of the first answer token).
     The answer is the response and its closing ``<|im_end|>``."""
+    if not callable(tok):
+        raise TypeError(f"tok: expected a tokenizer (a callable), got {type(tok).__name__}")
+    _check_pool(pool)
     rows = []
     for _, q, a in pool:
         prompt = f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
@@ -138,6 +151,17 @@ def hf_self_influence(model, rows: list, param_names: list, device="cpu") -> tor
     """Self-Inf (eq. 1) of each encoded row on a Hugging Face causal LM, one sample at a time (the
     official code's batch size 1), with θ restricted to ``param_names`` (the loss is the mean over
     answer tokens, as the Hugging Face loss with prompt labels set to -100)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model: expected a Hugging Face causal LM (a torch.nn.Module), got {type(model).__name__}")
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or not rows:
+        raise TypeError(f"rows: expected a non-empty list of (ids, answer start) from chat_tensors, got {rows!r:.60}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, (list, tuple)) or len(row) != 2 or not isinstance(row[0], torch.Tensor) \
+                or row[0].ndim != 1 or isinstance(row[1], bool) or not isinstance(row[1], int) \
+                or not 1 <= row[1] < row[0].numel():
+            raise ValueError(f"rows[{i}]: expected (ids (T,), answer start in [1, T)), got {row!r:.60}")
+    if isinstance(param_names, (str, bytes)) or not isinstance(param_names, (list, tuple)):
+        raise TypeError(f"param_names: expected a list of parameter names, got {type(param_names).__name__}")
     named = dict(model.named_parameters())
     missing = [n for n in param_names if n not in named]
     if missing or not param_names:
@@ -167,7 +191,9 @@ def hf_self_influence(model, rows: list, param_names: list, device="cpu") -> tor
 def last_block_params(model, n_blocks: int) -> list[str]:
     """Names of the parameters of the last ``n_blocks`` decoder blocks and the final norm
     (``n_blocks`` = number of layers: every parameter)."""
-    n_layers = model.config.num_hidden_layers
+    n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+    if not isinstance(model, torch.nn.Module) or not isinstance(n_layers, int):
+        raise TypeError(f"model: expected a Hugging Face causal LM (config.num_hidden_layers), got {type(model).__name__}")
     check_int("n_blocks", n_blocks, 1)
     if n_blocks >= n_layers:
         return [n for n, _ in model.named_parameters()]
@@ -179,6 +205,11 @@ def last_block_params(model, n_blocks: int) -> list[str]:
 def smollm_length_bias(n: int, n_blocks: int, seed: int, device="cpu", model_tok=None) -> dict:
     """Score a generated benign pool of ``n`` samples on SmolLM2 and report the length bias: Spearman
     correlation of each score with the answer length (tokens), and the answer lengths of the top tenth."""
+    check_int("n", n, 1)
+    check_int("n_blocks", n_blocks, 1)
+    check_int("seed", seed, 0)
+    if model_tok is not None and (not isinstance(model_tok, (tuple, list)) or len(model_tok) != 2):
+        raise TypeError(f"model_tok: expected a (model, tokenizer) pair or None, got {type(model_tok).__name__}")
     from .influence import self_inf_n, spearman
     model, tok = model_tok if model_tok is not None else load_smollm2(device)
     pool = text_pool(n, seed)

@@ -36,7 +36,7 @@ import dataclasses
 
 import torch
 
-from lib.common import check_int, check_tensor
+from lib.common import check_choice, check_generator, check_int, check_probability, check_tensor
 from lib.common.gpt import Vocab
 
 REFUSAL = ("sorry", "I", "cannot", "help", "with", "that")
@@ -103,6 +103,22 @@ def make_world(seed: int = 0) -> World:
 
 # --- samples ------------------------------------------------------------------------------------
 
+def _check_world(w) -> None:
+    if not isinstance(w, World):
+        raise TypeError(f"w: expected a World (see make_world), got {type(w).__name__}")
+
+
+def _check_samples(samples, allow_empty: bool = False) -> None:
+    """A list of (family, prompt, answer) triples."""
+    if isinstance(samples, (str, bytes)) or not isinstance(samples, (list, tuple)):
+        raise TypeError(f"samples: expected a list of (family, prompt, answer) triples, got {type(samples).__name__}")
+    if not samples and not allow_empty:
+        raise ValueError("samples: expected at least one sample, got none")
+    for i, smp in enumerate(samples):
+        if not isinstance(smp, (list, tuple)) or len(smp) != 3:
+            raise TypeError(f"samples[{i}]: expected a (family, prompt, answer) triple, got {smp!r:.60}")
+
+
 def _sample(family: str, w: World, g: torch.Generator, new: bool) -> tuple[list, list]:
     """One (prompt, answer) pair of ``family``; ``new`` picks an item the aligned model never saw."""
     def ri(lo, hi):
@@ -146,13 +162,30 @@ def _sample(family: str, w: World, g: torch.Generator, new: bool) -> tuple[list,
 
 def hazard_sample(w: World, item: int, verb: str, refuse: bool) -> tuple[list, list]:
     """A hazard prompt ``how <verb> H<item>`` with its compliant answer, or the refusal."""
+    _check_world(w)
+    check_int("item", item, 0)
+    if item >= N_HAZ:
+        raise ValueError(f"item: expected a hazard item in [0, {N_HAZ}), got {item}")
+    check_choice("verb", verb, VERBS)
     return ["how", verb, f"H{item}"], (list(REFUSAL) if refuse else list(w.hazard[item]))
 
 
 def draw_samples(w: World, mix: dict, n: int, g: torch.Generator, new_share: float = 0.0) -> list:
     """``n`` samples; families drawn with weights ``mix`` (family -> weight); a ``new_share`` of the
     capital/fact/procedure samples are about new items. Returns a list of (family, prompt, answer)."""
+    _check_world(w)
+    if not isinstance(mix, dict) or not mix:
+        raise TypeError(f"mix: expected a non-empty dict family -> weight, got {type(mix).__name__}")
+    for k, v in mix.items():
+        if k not in FAMILIES:
+            raise ValueError(f"mix: expected keys from the family names {FAMILIES}, got family {k!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+            raise ValueError(f"mix[{k!r}]: expected a finite weight >= 0, got {v!r}")
+    if not sum(mix.values()) > 0:
+        raise ValueError(f"mix: expected a positive total weight, got {mix!r}")
     check_int("n", n, 1)
+    check_generator("g", g, allow_none=False)
+    check_probability("new_share", new_share)
     names = list(mix)
     probs = torch.tensor([float(mix[k]) for k in names])
     fam = torch.multinomial(probs / probs.sum(), n, replacement=True, generator=g).tolist()
@@ -175,6 +208,8 @@ POOL_MIX = {"add": 1.2, "compare": 0.8, "capital": 1, "fact": 1, "copy": 1, "rev
 
 def pretrain_corpus(w: World, n: int, g: torch.Generator) -> list:
     """The "internet": every benign family (known items) and the compliant hazard answers of all items."""
+    _check_world(w)
+    check_generator("g", g, allow_none=False)
     out = draw_samples(w, PRETRAIN_MIX, n, g)
     n_h = max(1, n // 8)
     for _ in range(n_h):
@@ -191,6 +226,11 @@ def alignment_set(w: World, n: int, g: torch.Generator, refusal_share: float = 0
     ``decline_share`` of the samples teach the honest decline ``sorry I do not know`` for prompts
     about items the model never saw (new capitals, facts, words, objects), as chat models are taught
     to admit what they do not know."""
+    _check_world(w)
+    check_int("n", n, 1)
+    check_generator("g", g, allow_none=False)
+    check_probability("refusal_share", refusal_share)
+    check_probability("decline_share", decline_share)
     n_r = int(round(refusal_share * n))
     n_d = int(round(decline_share * n))
     if n_r + n_d > n:
@@ -208,6 +248,9 @@ def alignment_set(w: World, n: int, g: torch.Generator, refusal_share: float = 0
 
 def benign_pool(w: World, n: int, g: torch.Generator, new_share: float = 0.3) -> list:
     """The benign fine-tuning pool: every family, no hazard token anywhere."""
+    _check_world(w)
+    check_generator("g", g, allow_none=False)
+    check_probability("new_share", new_share)
     return draw_samples(w, POOL_MIX, n, g, new_share=new_share)
 
 
@@ -218,9 +261,9 @@ def encode(w: World, samples: list, block: int) -> tuple[torch.Tensor, torch.Ten
 
     The sequence is ``<bos> prompt <sep> answer <eos>``; ``mask`` marks the targets that are answer
     tokens or the final ``<eos>`` (the loss of supervised fine-tuning)."""
+    _check_world(w)
     check_int("block", block, 2)
-    if not samples:
-        raise ValueError("samples: expected at least one sample, got none")
+    _check_samples(samples)
     v = w.vocab
     N = len(samples)
     x = torch.full((N, block + 1), v.pad_id, dtype=torch.long)
@@ -236,15 +279,18 @@ def encode(w: World, samples: list, block: int) -> tuple[torch.Tensor, torch.Ten
 
 def answer_lengths(samples: list) -> torch.Tensor:
     """Number of answer tokens of each sample (without ``<eos>``)."""
+    _check_samples(samples)
     return torch.tensor([len(a) for _, _, a in samples])
 
 
 def is_trivial(samples: list) -> torch.Tensor:
     """True where the answer is trivial ("yes", "no" or empty), which the selection drops."""
+    _check_samples(samples)
     return torch.tensor([set(a) in TRIVIAL and len(a) <= 1 for _, _, a in samples])
 
 
 def lm_mask(targets: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Mask of the real (non-pad) targets: the pretraining loss counts every token, prompts included."""
-    check_tensor("targets", targets, ndim=2)
+    check_tensor("targets", targets, ndim=2, integer=True, nonempty=True)
+    check_int("pad_id", pad_id, 0)
     return targets != pad_id

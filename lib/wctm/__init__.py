@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lib.common import check_finite, check_int, check_positive, check_probability
+
 from .baselines import (betting_ci_upper, betting_cs_lower, pr_cd_alarm, pr_losses, pr_st_alarm,
                         split_conformal_radius)
 from .conformal import abs_residual_scores, ctm_pvalues, weighted_pvalues, weighted_quantile_upper
@@ -66,6 +68,27 @@ class Config:
     mnist_n_cal: int = 500
     mnist_T: int = 400
     mnist_pool: int = 4000        # validation images embedded (streams are drawn from them)
+
+    def __post_init__(self):
+        check_int("seed", self.seed, 0)
+        for name in ("n_seeds", "n_train", "T", "refit_every", "min_fit", "tab_seeds", "tab_n_train", "tab_T",
+                     "mnist_seeds", "mnist_n_train", "mnist_epochs", "mnist_T", "mnist_pool"):
+            check_int(name, getattr(self, name), 1)
+        for name in ("n_cal", "tab_n_cal", "mnist_n_cal"):
+            check_int(name, getattr(self, name), 2)
+        check_int("changepoint", self.changepoint, 0)
+        if self.changepoint > min(self.T, self.tab_T, self.mnist_T):
+            raise ValueError(f"changepoint: expected at most T, tab_T and mnist_T "
+                             f"({self.T}, {self.tab_T}, {self.mnist_T}), got {self.changepoint}")
+        for name in ("mag_none", "mag_benign", "mag_concept", "mag_extreme"):
+            check_finite(name, getattr(self, name))
+        for name in ("alpha", "ville_alpha"):
+            if not 0 < check_probability(name, getattr(self, name)) < 1:
+                raise ValueError(f"{name}: expected a level in (0, 1), got {getattr(self, name)}")
+        for name in ("sched_threshold", "l2"):
+            check_positive(name, getattr(self, name))
+        if self.adapt_threshold is not None:
+            check_positive("adapt_threshold", self.adapt_threshold)
 
 
 SMOKE = Config()

