@@ -26,8 +26,7 @@ import math
 import numpy as np
 import torch
 
-from lib.common import check_int
-from lib.common.claims import Claim, Rule, evaluate
+from lib.common.claims import seed_list, Claim, Rule, evaluate
 
 from .learners import Learner, simulate, two_bit_learner
 from .model import Market, expected_regret, make_market
@@ -100,11 +99,7 @@ def measure_claims(cfg, seeds, device="cpu") -> dict:
     """
     from .experiment import _check_cfg
     _check_cfg(cfg)
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple, range)):
-        raise TypeError(f"seeds: expected a list or tuple of ints, got {type(seeds).__name__} ({seeds!r})")
-    seeds = tuple(check_int(f"seeds[{i}]", s) for i, s in enumerate(seeds))
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(f"seeds: expected distinct non-negative seeds, got {seeds}")
+    seeds = seed_list(seeds)
     T, R, n = cfg.claim_horizon, cfg.claim_runs, cfg.n_horizons
     if T < 64 or T // 2 ** (n - 1) < 16:
         raise ValueError(f"claim_horizon: expected ≥ 64 and ≥ 16·2^(n_horizons-1), got {T}")

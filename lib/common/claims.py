@@ -406,3 +406,16 @@ def check_seeds(notebook: Sequence[int], heldout: Sequence[int] = HELDOUT_SEEDS)
         raise ValueError(f"seeds: notebook seeds must not overlap the held-out seeds, both have {sorted(overlap)}")
     if len(set(heldout)) < 5:
         raise ValueError(f"heldout: expected at least 5 distinct held-out seeds, got {len(set(heldout))}")
+
+
+def seed_list(seeds) -> tuple:
+    """``seeds`` as a tuple of distinct non-negative ints (what a chapter's ``measure_claims`` takes)."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple, range)):
+        raise TypeError(f"seeds: expected a list or tuple of ints, got {type(seeds).__name__} ({seeds!r})")
+    for i, s in enumerate(seeds):
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise TypeError(f"seeds[{i}]: expected an int, got {type(s).__name__} ({s!r})")
+    seeds = tuple(int(s) for s in seeds)
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(f"seeds: expected distinct non-negative seeds, got {seeds}")
+    return seeds

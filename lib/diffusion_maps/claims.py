@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from lib.common import check_int, make_generator
-from lib.common.claims import Claim, Rule, evaluate
+from lib.common.claims import seed_list, Claim, Rule, evaluate
 
 from .data import curve_length, noisy_circle, rotated_digit
 from .dmap import diffusion_map
@@ -113,11 +113,7 @@ def measure_claims(cfg, seeds, device="cpu") -> dict:
     """
     from .experiment import _check_cfg
     _check_cfg(cfg)
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple, range)):
-        raise TypeError(f"seeds: expected a list or tuple of ints, got {type(seeds).__name__} ({seeds!r})")
-    seeds = tuple(check_int(f"seeds[{i}]", s) for i, s in enumerate(seeds))
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(f"seeds: expected distinct non-negative seeds, got {seeds}")
+    seeds = seed_list(seeds)
     from .experiment import slope
 
     n, D0, r0 = cfg.claim_n, cfg.D_base, cfg.r_fixed
