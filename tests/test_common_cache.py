@@ -1,5 +1,7 @@
-"""Results files (lib.common.cache): one file per preset, atomic locked writes, .bak, non-finite
-numbers, raw fallback for values JSON cannot hold, and clear errors for damaged files."""
+"""Results files (lib.common.cache): one file per preset, atomic locked writes, .bak,
+non-finite numbers, raw fallback for values JSON cannot hold, and clear errors for
+damaged files."""
+
 import dataclasses
 import json
 import math
@@ -42,18 +44,35 @@ def results_dir(tmp_path, monkeypatch):
 
 
 def _save(slug, results, preset="FULL", cfg=_Cfg()):
-    return C.save_results(slug, results, config=cfg, preset=preset, dev="cpu", wall_time_s=0.5)
+    return C.save_results(
+        slug, results, config=cfg, preset=preset, dev="cpu", wall_time_s=0.5
+    )
 
 
 def test_round_trip(results_dir):
     assert C.load_results("toy") is None
-    path = _save("toy", {"x": torch.tensor([1.0, 2.0]), "y": np.float32(0.5), "n": np.int64(3),
-                         "nested": {"a": [1, (2, 3)], 4: "four"}})
+    path = _save(
+        "toy",
+        {
+            "x": torch.tensor([1.0, 2.0]),
+            "y": np.float32(0.5),
+            "n": np.int64(3),
+            "nested": {"a": [1, (2, 3)], 4: "four"},
+        },
+    )
     assert path == results_dir / "toy.json"
     data = C.load_results("toy")
-    assert data["results"] == {"x": [1.0, 2.0], "y": 0.5, "n": 3,
-                               "nested": {"a": [1, [2, 3]], "4": "four"}}
-    assert data["preset"] == "FULL" and data["slug"] == "toy" and data["config"] == {"n": 3, "seed": 0}
+    assert data["results"] == {
+        "x": [1.0, 2.0],
+        "y": 0.5,
+        "n": 3,
+        "nested": {"a": [1, [2, 3]], "4": "four"},
+    }
+    assert (
+        data["preset"] == "FULL"
+        and data["slug"] == "toy"
+        and data["config"] == {"n": 3, "seed": 0}
+    )
     assert set(cache.PROVENANCE_FIELDS) <= set(data["provenance"])
     assert data["provenance"]["nonfinite"] == []
     assert C.load_results_or_note("toy") == (data, "ok")
@@ -62,10 +81,21 @@ def test_round_trip(results_dir):
 
 
 def test_simple_conversions(results_dir):
-    _save("toy", {"s": {3, 1, 2}, "p": pathlib.Path("a/b.txt"), "d": torch.device("cpu"),
-                  "t": torch.float16})
-    assert C.load_results("toy")["results"] == {"s": [1, 2, 3], "p": "a/b.txt", "d": "cpu",
-                                                "t": "torch.float16"}
+    _save(
+        "toy",
+        {
+            "s": {3, 1, 2},
+            "p": pathlib.Path("a/b.txt"),
+            "d": torch.device("cpu"),
+            "t": torch.float16,
+        },
+    )
+    assert C.load_results("toy")["results"] == {
+        "s": [1, 2, 3],
+        "p": "a/b.txt",
+        "d": "cpu",
+        "t": "torch.float16",
+    }
 
 
 def test_presets_have_their_own_files(results_dir):
@@ -93,13 +123,21 @@ def test_run_preset_cli_smoke_leaves_full_alone(results_dir):
     def run(cfg, dev):
         return {"total": cfg.n * 2}
 
-    assert C.run_preset_cli("toy", presets, run, ["--preset", "FULL", "--device", "cpu"]) == 0
-    assert C.run_preset_cli("toy", presets, run, ["--preset", "SMOKE", "--device", "cpu"]) == 0
+    assert (
+        C.run_preset_cli("toy", presets, run, ["--preset", "FULL", "--device", "cpu"])
+        == 0
+    )
+    assert (
+        C.run_preset_cli("toy", presets, run, ["--preset", "SMOKE", "--device", "cpu"])
+        == 0
+    )
     assert C.load_results("toy")["results"] == {"total": 10}
     assert C.load_results("toy", "SMOKE")["results"] == {"total": 2}
 
 
-@pytest.mark.parametrize("text", ["{\"slug\": \"toy\", \"results\": {", "", "[1, 2]", "\xff\xfe"])
+@pytest.mark.parametrize(
+    "text", ["{\"slug\": \"toy\", \"results\": {", "", "[1, 2]", "\xff\xfe"]
+)
 def test_corrupt_file_names_the_path(results_dir, text):
     path = results_dir / "toy.json"
     path.write_bytes(text.encode("latin-1"))
@@ -115,17 +153,37 @@ def test_not_yet_run_note(results_dir):
 
 
 def test_nonfinite_round_trip_and_listed(results_dir):
-    path = _save("toy", {"loss": [1.0, float("nan"), float("inf")], "best": -math.inf,
-                         "t": torch.tensor([0.0, float("nan")]), "ok": 2.5})
+    path = _save(
+        "toy",
+        {
+            "loss": [1.0, float("nan"), float("inf")],
+            "best": -math.inf,
+            "t": torch.tensor([0.0, float("nan")]),
+            "ok": 2.5,
+        },
+    )
     text = path.read_text()
     assert "NaN" in text and "Infinity" in text
-    json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the file"))  # strict JSON
+    json.loads(
+        text, parse_constant=lambda c: pytest.fail(f"bare {c} in the file")
+    )  # strict JSON
     data = C.load_results("toy")
     r = data["results"]
-    assert math.isnan(r["loss"][1]) and r["loss"][2] == math.inf and r["best"] == -math.inf
-    assert r["loss"][0] == 1.0 and r["t"][0] == 0.0 and math.isnan(r["t"][1]) and r["ok"] == 2.5
-    assert data["provenance"]["nonfinite"] == ["results.loss[1]", "results.loss[2]", "results.best",
-                                               "results.t[1]"]
+    assert (
+        math.isnan(r["loss"][1]) and r["loss"][2] == math.inf and r["best"] == -math.inf
+    )
+    assert (
+        r["loss"][0] == 1.0
+        and r["t"][0] == 0.0
+        and math.isnan(r["t"][1])
+        and r["ok"] == 2.5
+    )
+    assert data["provenance"]["nonfinite"] == [
+        "results.loss[1]",
+        "results.loss[2]",
+        "results.best",
+        "results.t[1]",
+    ]
 
 
 def test_unencodable_saves_raw_and_raises(results_dir):
@@ -133,7 +191,9 @@ def test_unencodable_saves_raw_and_raises(results_dir):
     before = (results_dir / "toy.json").read_text()
     with pytest.raises(TypeError, match=r"results\.model\[1\].*Opaque.*toy\.raw\.pt"):
         _save("toy", {"v": 2, "model": [0, Opaque(7)]})
-    assert (results_dir / "toy.json").read_text() == before  # the JSON file is untouched
+    assert (
+        results_dir / "toy.json"
+    ).read_text() == before  # the JSON file is untouched
     raw = torch.load(results_dir / "toy.raw.pt", weights_only=False)
     assert raw["results"]["v"] == 2 and raw["results"]["model"][1].value == 7
     assert raw["preset"] == "FULL" and raw["config"] == _Cfg()
@@ -165,6 +225,7 @@ def test_writers_are_serialised(results_dir):
     path = C.results_path("toy")
     path.parent.mkdir(parents=True, exist_ok=True)
     import fcntl
+
     with open(path.with_name(f".{path.name}.lock"), "a") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         done = threading.Event()
@@ -180,19 +241,24 @@ def test_writers_are_serialised(results_dir):
 _WRITER = """
 import sys
 from lib.common import save_results
-save_results("toy", {"v": "new", "big": list(range(100000))}, config={"n": 1}, preset="FULL",
-             dev="cpu", wall_time_s=1.0)
+big = {"v": "new", "big": list(range(100000))}
+save_results("toy", big, config={"n": 1}, preset="FULL", dev="cpu", wall_time_s=1.0)
 """
 
 
 def test_killed_writer_leaves_previous_file(results_dir):
     _save("toy", {"v": "old"})
-    env = dict(os.environ, BOOK_RESULTS_DIR=str(results_dir), **{cache._WRITE_DELAY_ENV: "60"})
+    env = dict(
+        os.environ, BOOK_RESULTS_DIR=str(results_dir), **{cache._WRITE_DELAY_ENV: "60"}
+    )
     proc = subprocess.Popen([sys.executable, "-c", _WRITER], cwd=REPO, env=env)
     try:
         deadline = time.monotonic() + 120
-        # the temporary file is complete once it is this large; the writer then sleeps in the hook
-        while not any(p.stat().st_size > 100000 for p in results_dir.glob(".toy.json.*.tmp")):
+        # the temporary file is complete once it is this large; the writer then sleeps
+        # in the hook
+        while not any(
+            p.stat().st_size > 100000 for p in results_dir.glob(".toy.json.*.tmp")
+        ):
             assert proc.poll() is None, "writer exited before it was killed"
             assert time.monotonic() < deadline, "writer never wrote its temporary file"
             time.sleep(0.05)
@@ -202,7 +268,8 @@ def test_killed_writer_leaves_previous_file(results_dir):
         if proc.poll() is None:
             proc.kill()
     assert C.load_results("toy")["results"] == {"v": "old"}
-    # the next write cleans up the leftover temporary file and is not blocked by the dead writer's lock
+    # the next write cleans up the leftover temporary file and is not blocked by the
+    # dead writer's lock
     _save("toy", {"v": "next"})
     assert C.load_results("toy")["results"] == {"v": "next"}
     assert not list(results_dir.glob(".toy.json.*.tmp"))

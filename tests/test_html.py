@@ -407,20 +407,7 @@ def test_no_raw_markdown_or_dollar_signs(chromium, page):
     )
 
 
-# Pages whose wide blocks are not yet wrapped (issue #16 is in progress on them): known failures,
-# listed so that every other page is held to the check now. Remove a page once it passes.
-NOT_YET_FITTED = {"book/brokerage", "book/diffusion_maps", "book/scmoe"}
-
-
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(reason="issue #16: wide blocks not yet wrapped"))
-        if p in NOT_YET_FITTED
-        else p
-        for p in _pages()
-    ],
-)
+@pytest.mark.parametrize("page", _pages())
 def test_equations_tables_and_code_fit_the_column(chromium, page):
     """Display equations, tables and visible code/output blocks fit the text column at
     1280 px."""
@@ -436,11 +423,6 @@ def test_equations_tables_and_code_fit_the_column(chromium, page):
     )
 
 
-@pytest.mark.xfail(
-    reason="lib/<slug>/ is wrapped at 88 columns by its chapter's owner (`ruff format "
-    "lib/<slug>`); until then an opened listing may scroll sideways",
-    strict=False,
-)
 @pytest.mark.parametrize("chapter", _chapters())
 def test_opened_source_listings_fit_the_column(chromium, chapter):
     res = _probe(chromium, chapter)

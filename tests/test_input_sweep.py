@@ -1,23 +1,29 @@
-"""The bad-input sweep (issue 37, item 2): every chapter's public API called with one bad argument at a time.
+"""The bad-input sweep (issue 37, item 2): every chapter's public API called with one
+bad argument at a time.
 
-For each public function and class of ``lib.<slug>.__all__`` a *baseline* call with small valid inputs is
-written below; the sweep then changes one argument at a time to a bad value of one category — wrong type,
-wrong shape, empty, NaN, ±inf, zero or negative size, out-of-range probability, unknown option name — and
-builds each ``Config`` with one field set to a bad value. Each outcome is classified:
+For each public function and class of ``lib.<slug>.__all__`` a *baseline* call with
+small valid inputs is written below; the sweep then changes one argument at a time to a
+bad value of one category — wrong type, wrong shape, empty, NaN, ±inf, zero or negative
+size, out-of-range probability, unknown option name — and builds each ``Config`` with
+one field set to a bad value. Each outcome is classified:
 
-- ``clear``: ``ValueError`` / ``TypeError`` whose message names the argument (``"name: expected …"``);
+- ``clear``: ``ValueError`` / ``TypeError`` whose message names the argument (``"name:
+  expected …"``);
 - ``unclear``: any other exception, or a message that does not name the argument;
 - ``silent``: the call returned a result;
 - ``hang``: the call ran past the per-call time limit.
 
-The tests assert that the baselines are valid and that, apart from the commented :data:`ALLOWED` cases
-(bad-looking inputs for which returning a result is the right behaviour), every outcome is ``clear``.
-Run ``python tests/test_input_sweep.py [slug ...]`` for the table of counts per chapter.
+The tests assert that the baselines are valid and that, apart from the commented
+:data:`ALLOWED` cases (bad-looking inputs for which returning a result is the right
+behaviour), every outcome is ``clear``. Run ``python tests/test_input_sweep.py [slug
+...]`` for the table of counts per chapter.
 
-Not swept, on purpose: result records that only the library builds (``Market``, ``SeedRun``,
-``DiffusionMap``, ``Routing``, ``Outcome``, ``ProofState``, ``Problem``, ``World``), constants, boolean
-flags (any truthy value is accepted, as in Python) and ``device`` arguments (torch checks those).
+Not swept, on purpose: result records that only the library builds (``Market``,
+``SeedRun``, ``DiffusionMap``, ``Routing``, ``Outcome``, ``ProofState``, ``Problem``,
+``World``), constants, boolean flags (any truthy value is accepted, as in Python) and
+``device`` arguments (torch checks those).
 """
+
 from __future__ import annotations
 
 import collections
@@ -40,8 +46,17 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-CHAPTERS = ("brokerage", "wctm", "consistency_gc", "diffusion_maps", "local_ect", "ood_shaping",
-            "self_inf_n", "proofaug", "scmoe")
+CHAPTERS = (
+    "brokerage",
+    "wctm",
+    "consistency_gc",
+    "diffusion_maps",
+    "local_ect",
+    "ood_shaping",
+    "self_inf_n",
+    "proofaug",
+    "scmoe",
+)
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
 
@@ -52,7 +67,8 @@ def T(*values, dtype=F64):
     return torch.tensor(values, dtype=dtype)
 
 
-# --- the bad values ---------------------------------------------------------------------------------
+# --- the bad values -------------------------------------------------------------------
+
 
 def _poison(x: torch.Tensor, value) -> torch.Tensor:
     y = x.clone()
@@ -61,7 +77,8 @@ def _poison(x: torch.Tensor, value) -> torch.Tensor:
 
 
 def mutations(kind: str, value):
-    """(label, bad value) pairs for an argument of ``kind`` whose valid value is ``value``."""
+    """(label, bad value) pairs for an argument of ``kind`` whose valid value is
+    ``value``."""
     if kind in ("tensor", "itensor", "index", "mask"):
         yield "type", "bogus"
         if kind == "tensor":
@@ -76,54 +93,54 @@ def mutations(kind: str, value):
             yield "inf", _poison(value, float("inf"))
         if kind == "index" and value.numel():
             yield "negative", _poison(value, -1)
-    elif kind == "count":                     # an int >= 1
+    elif kind == "count":  # an int >= 1
         yield "type", "3"
         yield "float", 2.5
         yield "zero", 0
         yield "negative", -1
-    elif kind == "nonneg":                    # an int >= 0
+    elif kind == "nonneg":  # an int >= 0
         yield "type", "3"
         yield "float", 2.5
         yield "negative", -1
     elif kind == "seed":
         yield "type", "3"
         yield "float", 2.5
-    elif kind == "pos":                       # a finite number > 0
+    elif kind == "pos":  # a finite number > 0
         yield "type", "x"
         yield "nan", float("nan")
         yield "inf", float("inf")
         yield "zero", 0.0
         yield "negative", -1.0
-    elif kind == "nonnegf":                   # a finite number >= 0
+    elif kind == "nonnegf":  # a finite number >= 0
         yield "type", "x"
         yield "nan", float("nan")
         yield "inf", float("inf")
         yield "negative", -1.0
-    elif kind == "real":                      # a finite number
+    elif kind == "real":  # a finite number
         yield "type", "x"
         yield "nan", float("nan")
         yield "inf", float("inf")
-    elif kind == "prob":                      # a number in [0, 1]
+    elif kind == "prob":  # a number in [0, 1]
         yield "type", "x"
         yield "nan", float("nan")
         yield "below", -0.1
         yield "above", 1.5
-    elif kind == "percent":                   # a number in [0, 100]
+    elif kind == "percent":  # a number in [0, 100]
         yield "type", "x"
         yield "nan", float("nan")
         yield "below", -1.0
         yield "above", 101.0
-    elif kind == "name":                      # an option name
+    elif kind == "name":  # an option name
         yield "unknown", "bogus"
         yield "type", 3
     elif kind in ("obj", "gen", "callable"):
         yield "type", "bogus"
-    elif kind == "text":                      # any str (proof text, a step, a formula)
+    elif kind == "text":  # any str (proof text, a step, a formula)
         yield "type", 3
-    elif kind == "seq":                       # a non-empty list / tuple
+    elif kind == "seq":  # a non-empty list / tuple
         yield "type", 3
         yield "empty", type(value)()
-    elif kind.startswith("seq_"):             # a tuple of numbers of an element kind
+    elif kind.startswith("seq_"):  # a tuple of numbers of an element kind
         yield "type", 3
         yield "empty", ()
         rest = tuple(value[1:])
@@ -138,7 +155,12 @@ def mutations(kind: str, value):
 
 
 def infer_kind(arg: str, value) -> str:
-    if value is None or callable(value) and not isinstance(value, torch.nn.Module) and not isinstance(value, type):
+    if (
+        value is None
+        or callable(value)
+        and not isinstance(value, torch.nn.Module)
+        and not isinstance(value, type)
+    ):
         return "skip" if value is None else "callable"
     if isinstance(value, torch.Tensor):
         if value.is_floating_point():
@@ -155,25 +177,30 @@ def infer_kind(arg: str, value) -> str:
     if isinstance(value, str):
         return "name" if arg != "device" else "skip"
     if isinstance(value, (list, tuple)):
-        if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            return "seq_pos" if any(isinstance(v, float) for v in value) else "seq_count"
+        if value and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        ):
+            return (
+                "seq_pos" if any(isinstance(v, float) for v in value) else "seq_count"
+            )
         return "seq"
     if isinstance(value, torch.device):
         return "skip"
     return "obj"
 
 
-# --- the sweep --------------------------------------------------------------------------------------
+# --- the sweep ------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
     chapter: str
     name: str
     fn: object
-    make: object                       # () -> dict of keyword arguments (fresh objects every call)
+    make: object  # () -> dict of keyword arguments (fresh objects every call)
     kinds: dict = field(default_factory=dict)
-    skip: tuple = ()                   # "arg" (not swept) or "arg:label" (not a bad value for this arg)
-    baseline: bool = True              # run the baseline call in test_baselines_are_valid
+    skip: tuple = ()  # "arg" (not swept) or "arg:label" (not a bad value for this arg)
+    baseline: bool = True  # run the baseline call in test_baselines_are_valid
 
 
 class _Timeout(BaseException):
@@ -184,6 +211,7 @@ class _Timeout(BaseException):
 def _time_limit(seconds: float):
     def on_alarm(signum, frame):
         raise _Timeout()
+
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -194,8 +222,8 @@ def _time_limit(seconds: float):
 
 
 def names_argument(message: str, arg: str) -> bool:
-    """True when ``message`` names ``arg`` the house way: ``arg: expected …`` (``arg[i]:``, ``arg.x:``
-    and lists such as ``x1, x2:`` or ``a/b:`` count)."""
+    """True when ``message`` names ``arg`` the house way: ``arg: expected …``
+    (``arg[i]:``, ``arg.x:`` and lists such as ``x1, x2:`` or ``a/b:`` count)."""
     word = r"[A-Za-z_][\w.]*(?:\[[^\]]*\])?"
     pat = rf"(?<!\w){re.escape(arg)}(?:\[[^\]]*\])?(?:\s*[,/+]\s*{word})*\s*:"
     pre = rf"{word}(?:\s*[,/+]\s*{word})*\s*[,/+]\s*{re.escape(arg)}(?:\[[^\]]*\])?\s*:"
@@ -203,7 +231,8 @@ def names_argument(message: str, arg: str) -> bool:
 
 
 def classify(fn, kwargs: dict, arg: str, limit: float = TIME_LIMIT_S):
-    """Run ``fn(**kwargs)`` and classify the outcome for the bad argument ``arg``: (outcome, detail)."""
+    """Run ``fn(**kwargs)`` and classify the outcome for the bad argument ``arg``:
+    (outcome, detail)."""
     try:
         with _time_limit(limit):
             fn(**kwargs)
@@ -211,14 +240,17 @@ def classify(fn, kwargs: dict, arg: str, limit: float = TIME_LIMIT_S):
         return "hang", f"ran past {limit} s"
     except (ValueError, TypeError) as e:
         msg = str(e)
-        return ("clear" if names_argument(msg, arg) else "unclear"), f"{type(e).__name__}: {msg[:160]}"
+        return (
+            "clear" if names_argument(msg, arg) else "unclear"
+        ), f"{type(e).__name__}: {msg[:160]}"
     except Exception as e:  # noqa: BLE001 - the point is to see every kind
         return "unclear", f"{type(e).__name__}: {str(e)[:160]}"
     return "silent", "returned"
 
 
 def case_mutations(case: Case):
-    """(arg, label, bad kwargs) for every argument of ``case`` and every bad value of its kind."""
+    """(arg, label, bad kwargs) for every argument of ``case`` and every bad value of
+    its kind."""
     base = case.make()
     for arg, value in base.items():
         if arg in case.skip:
@@ -241,12 +273,20 @@ def run_case(case: Case):
     return out
 
 
-# --- the chapters' cases ----------------------------------------------------------------------------
+# --- the chapters' cases --------------------------------------------------------------
+
 
 def config_case(chapter, cls, base, kinds=None, skip=(), name=None):
     """Build ``cls`` from the fields of ``base`` with one field bad at a time."""
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(cls)}
-    return Case(chapter, name or cls.__name__, cls, lambda: dict(fields), kinds or {}, tuple(skip))
+    return Case(
+        chapter,
+        name or cls.__name__,
+        cls,
+        lambda: dict(fields),
+        kinds or {},
+        tuple(skip),
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -256,60 +296,176 @@ def cases(chapter: str) -> tuple:
 
 def _cases_brokerage():
     from lib import brokerage as B
+
     ch = "brokerage"
-    TINY = B.Config(runs=2, horizon=256, n_horizons=2, kappas=(0.5,), scaling_ds=(2,), scaling_Ls=(2.0,),
-                    scaling_horizon=128, scaling_runs=2, atom_horizon=128, claim_horizon=256, claim_runs=2,
-                    claim_seeds=(0, 1))
+    TINY = B.Config(
+        runs=2,
+        horizon=256,
+        n_horizons=2,
+        kappas=(0.5,),
+        scaling_ds=(2,),
+        scaling_Ls=(2.0,),
+        scaling_horizon=128,
+        scaling_runs=2,
+        atom_horizon=128,
+        claim_horizon=256,
+        claim_runs=2,
+        claim_seeds=(0, 1),
+    )
     law = B.make_noise("uniform", 2.0)
     mkt = B.make_market(2, 8, 3, seed=0)
     val = lambda: dict(p=T(0.5, 0.5), v=T(0.2, 0.7), w=T(0.7, 0.2))  # noqa: E731
-    ridge = lambda: dict(contexts=mkt.contexts.clone(), V=mkt.V.clone(), W=mkt.W.clone(), U=mkt.U.clone(),  # noqa: E731
-                         coin=mkt.coin.clone(), learners=[B.Learner("full")], ridge=1.0)
+    ridge = lambda: dict(
+        contexts=mkt.contexts.clone(),
+        V=mkt.V.clone(),
+        W=mkt.W.clone(),
+        U=mkt.U.clone(),  # noqa: E731
+        coin=mkt.coin.clone(),
+        learners=[B.Learner("full")],
+        ridge=1.0,
+    )
     measured = B.measure_claims(dataclasses.replace(TINY), (0,))
     return [
-        config_case(ch, B.Config, B.SMOKE, {"claim_seeds": "seq_nonneg", "seed": "nonneg"}),
+        config_case(
+            ch, B.Config, B.SMOKE, {"claim_seeds": "seq_nonneg", "seed": "nonneg"}
+        ),
         Case(ch, "Learner", B.Learner, lambda: dict(kind="two_bit", tau=0.1)),
-        Case(ch, "NoiseLaw", B.NoiseLaw, lambda: dict(name="uniform", L=2.0, components=((1.0, 0.25),)),
-             {"components": "seq"}),
+        Case(
+            ch,
+            "NoiseLaw",
+            B.NoiseLaw,
+            lambda: dict(name="uniform", L=2.0, components=((1.0, 0.25),)),
+            {"components": "seq"},
+        ),
         Case(ch, "make_noise", B.make_noise, lambda: dict(name="uniform", L=2.0)),
-        Case(ch, "make_market", B.make_market, lambda: dict(runs=2, horizon=8, d=3, L=2.0, noise="uniform", seed=0),
-             {"seed": "nonneg"}),
-        Case(ch, "gft", B.gft, val, skip=("v:shape", "w:shape", "p:empty", "v:empty", "w:empty")),
-        Case(ch, "expected_gft", B.expected_gft, lambda: dict(p=T(0.5, 0.4), m=T(0.5, 0.5), noise=law),
-             skip=("p:shape", "m:shape", "p:empty", "m:empty", "p:dtype", "m:dtype")),
-        Case(ch, "expected_regret", B.expected_regret, lambda: dict(p=T(0.5, 0.4), m=T(0.5, 0.5), noise=law),
-             skip=("p:shape", "m:shape", "p:empty", "m:empty", "p:dtype", "m:dtype")),
-        Case(ch, "paper_threshold", B.paper_threshold, lambda: dict(d=3, L=2.0, horizon=64)),
-        Case(ch, "two_bit_learner", B.two_bit_learner, lambda: dict(d=3, L=2.0, horizon=64, squared=True)),
+        Case(
+            ch,
+            "make_market",
+            B.make_market,
+            lambda: dict(runs=2, horizon=8, d=3, L=2.0, noise="uniform", seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "gft",
+            B.gft,
+            val,
+            skip=("v:shape", "w:shape", "p:empty", "v:empty", "w:empty"),
+        ),
+        Case(
+            ch,
+            "expected_gft",
+            B.expected_gft,
+            lambda: dict(p=T(0.5, 0.4), m=T(0.5, 0.5), noise=law),
+            skip=("p:shape", "m:shape", "p:empty", "m:empty", "p:dtype", "m:dtype"),
+        ),
+        Case(
+            ch,
+            "expected_regret",
+            B.expected_regret,
+            lambda: dict(p=T(0.5, 0.4), m=T(0.5, 0.5), noise=law),
+            skip=("p:shape", "m:shape", "p:empty", "m:empty", "p:dtype", "m:dtype"),
+        ),
+        Case(
+            ch,
+            "paper_threshold",
+            B.paper_threshold,
+            lambda: dict(d=3, L=2.0, horizon=64),
+        ),
+        Case(
+            ch,
+            "two_bit_learner",
+            B.two_bit_learner,
+            lambda: dict(d=3, L=2.0, horizon=64, squared=True),
+        ),
         Case(ch, "run_ridge", B.run_ridge, ridge),
-        Case(ch, "simulate", B.simulate, lambda: dict(market=mkt, learners=[B.Learner("full")], ridge=1.0)),
+        Case(
+            ch,
+            "simulate",
+            B.simulate,
+            lambda: dict(market=mkt, learners=[B.Learner("full")], ridge=1.0),
+        ),
         Case(ch, "full_feedback", B.full_feedback, lambda: dict(market=mkt, ridge=1.0)),
         Case(ch, "two_bit", B.two_bit, lambda: dict(market=mkt, L=2.0, ridge=1.0)),
-        Case(ch, "fixed_price", B.fixed_price, lambda: dict(V=mkt.V.clone(), price=0.5), {"price": "prob"}),
-        Case(ch, "running_mean", B.running_mean, lambda: dict(V=mkt.V.clone(), W=mkt.W.clone())),
+        Case(
+            ch,
+            "fixed_price",
+            B.fixed_price,
+            lambda: dict(V=mkt.V.clone(), price=0.5),
+            {"price": "prob"},
+        ),
+        Case(
+            ch,
+            "running_mean",
+            B.running_mean,
+            lambda: dict(V=mkt.V.clone(), W=mkt.W.clone()),
+        ),
         Case(ch, "checkpoints", B.checkpoints, lambda: dict(horizon=64, n=8)),
         Case(ch, "horizons", B.horizons, lambda: dict(horizon=64, n=3)),
-        Case(ch, "loglog_slope", B.loglog_slope, lambda: dict(ts=[1, 2, 4], values=[1.0, 2.0, 4.0]),
-             {"ts": "seq_pos", "values": "seq_pos"}),
-        Case(ch, "main_experiment", B.main_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "scaling_experiment", B.scaling_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "atom_experiment", B.atom_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "run_experiment", B.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "quick_curves", B.quick_curves, lambda: dict(d=3, L=2.0, horizon=32, noise="uniform", runs=2, seed=0),
-             {"seed": "nonneg"}),
-        Case(ch, "measure_claims", B.measure_claims, lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
-             {"cfg": "obj", "seeds": "seq_nonneg"}, baseline=False),
-        Case(ch, "judge", B.judge, lambda: dict(measured=measured), {"measured": "obj"}),
+        Case(
+            ch,
+            "loglog_slope",
+            B.loglog_slope,
+            lambda: dict(ts=[1, 2, 4], values=[1.0, 2.0, 4.0]),
+            {"ts": "seq_pos", "values": "seq_pos"},
+        ),
+        Case(
+            ch,
+            "main_experiment",
+            B.main_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "scaling_experiment",
+            B.scaling_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "atom_experiment",
+            B.atom_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            B.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "quick_curves",
+            B.quick_curves,
+            lambda: dict(d=3, L=2.0, horizon=32, noise="uniform", runs=2, seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            B.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", B.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
         Case(ch, "concat_markets", B.concat_markets, lambda: dict(markets=[mkt, mkt])),
     ]
 
 
 def _wctm_batch(S=2, n=20, T_=30, seed=0):
     from lib import wctm as W
+
     g = torch.Generator().manual_seed(seed)
     batch, _ = W.synthetic_streams("benign", S, g, None, 40, n, T_, 10)
     return batch
@@ -317,115 +473,372 @@ def _wctm_batch(S=2, n=20, T_=30, seed=0):
 
 def _cases_wctm():
     from lib import wctm as W
+
     ch = "wctm"
     S, n, T_ = 2, 20, 30
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     batch = _wctm_batch(S, n, T_)
     u = torch.rand(S, T_, generator=g(), dtype=F64)
     p = torch.rand(S, T_, generator=g(), dtype=F64)
-    TINY = dataclasses.replace(W.SMOKE, n_seeds=2, n_train=40, n_cal=20, T=40, changepoint=10, tab_seeds=2,
-                               tab_n_train=100, tab_n_cal=50, tab_T=40, mnist_seeds=2, mnist_n_train=200,
-                               mnist_epochs=1, mnist_n_cal=20, mnist_T=40, mnist_pool=300)
+    TINY = dataclasses.replace(
+        W.SMOKE,
+        n_seeds=2,
+        n_train=40,
+        n_cal=20,
+        T=40,
+        changepoint=10,
+        tab_seeds=2,
+        tab_n_train=100,
+        tab_n_cal=50,
+        tab_T=40,
+        mnist_seeds=2,
+        mnist_n_train=200,
+        mnist_epochs=1,
+        mnist_n_cal=20,
+        mnist_T=40,
+        mnist_pool=300,
+    )
     out = W.watch_monitor(batch, u, pr=False)
     loss = (torch.rand(S, 40, generator=g(), dtype=F64) < 0.2).double()
     nmes = W.load_nmes()
     cw = torch.rand(S, 3, n, generator=g(), dtype=F64) + 0.1
     blk = torch.tensor([0] * 10 + [1] * 10 + [2] * 10)
     x3 = torch.rand(S, n, 2, generator=g(), dtype=F64)
-    cfg_kinds = {"seed": "nonneg", "changepoint": "nonneg", "mag_none": "real", "mag_benign": "real",
-                 "mag_concept": "real", "mag_extreme": "real", "alpha": "prob", "ville_alpha": "prob",
-                 "adapt_threshold": "pos", "l2": "pos", "sched_threshold": "pos"}
+    cfg_kinds = {
+        "seed": "nonneg",
+        "changepoint": "nonneg",
+        "mag_none": "real",
+        "mag_benign": "real",
+        "mag_concept": "real",
+        "mag_extreme": "real",
+        "alpha": "prob",
+        "ville_alpha": "prob",
+        "adapt_threshold": "pos",
+        "l2": "pos",
+        "sched_threshold": "pos",
+    }
     return [
         config_case(ch, W.Config, W.SMOKE, cfg_kinds),
-        Case(ch, "StreamBatch", W.StreamBatch, lambda: {f.name: getattr(batch, f.name).clone()
-                                                        for f in dataclasses.fields(W.StreamBatch)}),
-        Case(ch, "run_experiment", W.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "run_synthetic", W.run_synthetic, lambda: dict(cfg=TINY, scenario="benign", device="cpu",
-                                                                magnitude=1.0, S=2, pr=False),
-             {"cfg": "obj", "magnitude": "real"}),
-        Case(ch, "run_tabular", W.run_tabular, lambda: dict(cfg=TINY, scenario="benign", device="cpu", data=nmes),
-             {"cfg": "obj", "data": "seq"}, baseline=False),
-        Case(ch, "run_mnist", W.run_mnist, lambda: dict(cfg=TINY, device="cpu", pools=None), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "summarise", W.summarise, lambda: dict(out=out, scenario="benign", changepoint=10, T=T_),
-             {"out": "obj", "changepoint": "nonneg"}),
-        Case(ch, "abs_residual_scores", W.abs_residual_scores, lambda: dict(y=T(1.0, 2.0), y_hat=T(1.5, 1.0))),
-        Case(ch, "ctm_pvalues", W.ctm_pvalues, lambda: dict(cal_scores=batch.cal_scores.clone(),
-                                                            test_scores=batch.test_scores.clone(), u=u.clone(),
-                                                            chunk=8)),
-        Case(ch, "weighted_pvalues", W.weighted_pvalues,
-             lambda: dict(cal_scores=batch.cal_scores.clone(), cal_weights=cw.clone(),
-                          test_scores=batch.test_scores.clone(), test_weights=torch.ones(S, T_, dtype=F64),
-                          u=u.clone(), alpha=0.1, block=blk.clone()), {"alpha": "prob", "block": "index"}),
-        Case(ch, "weighted_quantile_upper", W.weighted_quantile_upper,
-             lambda: dict(cal_scores=batch.cal_scores.clone(), cal_weights=cw.clone(),
-                          test_weights=torch.ones(S, T_, dtype=F64), alpha=0.1, block=blk.clone()),
-             {"alpha": "prob", "block": "index"}),
-        Case(ch, "fit_logistic", W.fit_logistic,
-             lambda: dict(x=x3.clone(), y=(torch.arange(n) % 2).double().expand(S, n).clone(),
-                          weight=torch.ones(S, n, dtype=F64), l2=1e-2, iters=3, beta0=None)),
-        Case(ch, "log_density_ratio", W.log_density_ratio, lambda: dict(beta=torch.ones(S, 3, dtype=F64),
-                                                                        x=x3.clone())),
-        Case(ch, "online_weights", W.online_weights,
-             lambda: dict(cal_x=batch.cal_x.clone(), test_x=batch.test_x.clone(),
-                          adapt_start=torch.tensor([0, 5]), refit_every=10, min_fit=3, l2=1e-2),
-             {"adapt_start": "index"}),
-        Case(ch, "composite_jumper", W.composite_jumper, lambda: dict(p=p.clone(), jumps=(1e-2, 1.0),
-                                                                      epsilons=(-1.0, 1.0)),
-             {"jumps": "seq_prob", "epsilons": "seq_real"}, skip=("jumps:element_below", "epsilons:empty")),
+        Case(
+            ch,
+            "StreamBatch",
+            W.StreamBatch,
+            lambda: {
+                f.name: getattr(batch, f.name).clone()
+                for f in dataclasses.fields(W.StreamBatch)
+            },
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            W.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_synthetic",
+            W.run_synthetic,
+            lambda: dict(
+                cfg=TINY, scenario="benign", device="cpu", magnitude=1.0, S=2, pr=False
+            ),
+            {"cfg": "obj", "magnitude": "real"},
+        ),
+        Case(
+            ch,
+            "run_tabular",
+            W.run_tabular,
+            lambda: dict(cfg=TINY, scenario="benign", device="cpu", data=nmes),
+            {"cfg": "obj", "data": "seq"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_mnist",
+            W.run_mnist,
+            lambda: dict(cfg=TINY, device="cpu", pools=None),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "summarise",
+            W.summarise,
+            lambda: dict(out=out, scenario="benign", changepoint=10, T=T_),
+            {"out": "obj", "changepoint": "nonneg"},
+        ),
+        Case(
+            ch,
+            "abs_residual_scores",
+            W.abs_residual_scores,
+            lambda: dict(y=T(1.0, 2.0), y_hat=T(1.5, 1.0)),
+        ),
+        Case(
+            ch,
+            "ctm_pvalues",
+            W.ctm_pvalues,
+            lambda: dict(
+                cal_scores=batch.cal_scores.clone(),
+                test_scores=batch.test_scores.clone(),
+                u=u.clone(),
+                chunk=8,
+            ),
+        ),
+        Case(
+            ch,
+            "weighted_pvalues",
+            W.weighted_pvalues,
+            lambda: dict(
+                cal_scores=batch.cal_scores.clone(),
+                cal_weights=cw.clone(),
+                test_scores=batch.test_scores.clone(),
+                test_weights=torch.ones(S, T_, dtype=F64),
+                u=u.clone(),
+                alpha=0.1,
+                block=blk.clone(),
+            ),
+            {"alpha": "prob", "block": "index"},
+        ),
+        Case(
+            ch,
+            "weighted_quantile_upper",
+            W.weighted_quantile_upper,
+            lambda: dict(
+                cal_scores=batch.cal_scores.clone(),
+                cal_weights=cw.clone(),
+                test_weights=torch.ones(S, T_, dtype=F64),
+                alpha=0.1,
+                block=blk.clone(),
+            ),
+            {"alpha": "prob", "block": "index"},
+        ),
+        Case(
+            ch,
+            "fit_logistic",
+            W.fit_logistic,
+            lambda: dict(
+                x=x3.clone(),
+                y=(torch.arange(n) % 2).double().expand(S, n).clone(),
+                weight=torch.ones(S, n, dtype=F64),
+                l2=1e-2,
+                iters=3,
+                beta0=None,
+            ),
+        ),
+        Case(
+            ch,
+            "log_density_ratio",
+            W.log_density_ratio,
+            lambda: dict(beta=torch.ones(S, 3, dtype=F64), x=x3.clone()),
+        ),
+        Case(
+            ch,
+            "online_weights",
+            W.online_weights,
+            lambda: dict(
+                cal_x=batch.cal_x.clone(),
+                test_x=batch.test_x.clone(),
+                adapt_start=torch.tensor([0, 5]),
+                refit_every=10,
+                min_fit=3,
+                l2=1e-2,
+            ),
+            {"adapt_start": "index"},
+        ),
+        Case(
+            ch,
+            "composite_jumper",
+            W.composite_jumper,
+            lambda: dict(p=p.clone(), jumps=(1e-2, 1.0), epsilons=(-1.0, 1.0)),
+            {"jumps": "seq_prob", "epsilons": "seq_real"},
+            skip=("jumps:element_below", "epsilons:empty"),
+        ),
         Case(ch, "shiryaev_roberts", W.shiryaev_roberts, lambda: dict(log_m=p.clone())),
         Case(ch, "cusum", W.cusum, lambda: dict(log_m=p.clone())),
-        Case(ch, "first_alarm", W.first_alarm, lambda: dict(log_stat=p.clone(), threshold=1.5)),
-        Case(ch, "watch_monitor", W.watch_monitor,
-             lambda: dict(batch=batch, u=u.clone(), alpha=0.1, ville_alpha=0.01, sched_threshold=1e4,
-                          refit_every=10, min_fit=10, l2=1e-2, adapt_threshold=3.0, pr=False),
-             {"alpha": "prob", "ville_alpha": "prob"}),
-        Case(ch, "diagnose", W.diagnose, lambda: dict(x_alarm=torch.tensor([-1, 3]), w_alarm=torch.tensor([2, -1])),
-             skip=("x_alarm:shape", "w_alarm:shape")),
-        Case(ch, "alarm_summary", W.alarm_summary, lambda: dict(alarm=torch.tensor([-1, 3, 12]), changepoint=5,
-                                                                horizon=20), {"changepoint": "nonneg"}),
-        Case(ch, "betting_cs_lower", W.betting_cs_lower, lambda: dict(x=loss.clone(), delta=0.05, c=0.5),
-             {"delta": "prob", "c": "pos"}),
-        Case(ch, "betting_ci_upper", W.betting_ci_upper, lambda: dict(x=loss.clone(), delta=0.05, c=0.5),
-             {"delta": "prob", "c": "pos"}),
-        Case(ch, "pr_losses", W.pr_losses, lambda: dict(cal_scores=batch.cal_scores.clone(),
-                                                        test_scores=batch.test_scores.clone(), alpha=0.1,
-                                                        proper_frac=0.75),
-             {"alpha": "prob", "proper_frac": "prob"}),
-        Case(ch, "pr_st_alarm", W.pr_st_alarm, lambda: dict(source_loss=loss.clone(), target_loss=loss.clone(),
-                                                            delta=0.05, eps_tol=0.0),
-             {"delta": "prob", "eps_tol": "nonnegf"}),
-        Case(ch, "pr_cd_alarm", W.pr_cd_alarm, lambda: dict(source_loss=loss.clone(), target_loss=loss.clone(),
-                                                            delta=0.05, eps_tol=0.0, batch=10),
-             {"delta": "prob", "eps_tol": "nonnegf"}),
-        Case(ch, "split_conformal_radius", W.split_conformal_radius,
-             lambda: dict(cal_scores=batch.cal_scores.clone(), alpha=0.1), {"alpha": "prob"}),
-        Case(ch, "synthetic_source", W.synthetic_source, lambda: dict(S=2, n=5, generator=g()), {"n": "nonneg"}),
-        Case(ch, "synthetic_shifted", W.synthetic_shifted, lambda: dict(scenario="benign", magnitude=2.0, S=2, n=5,
-                                                                        generator=g()),
-             {"magnitude": "real", "n": "nonneg"}),
-        Case(ch, "synthetic_streams", W.synthetic_streams,
-             lambda: dict(scenario="benign", S=2, generator=g(), magnitude=2.0, n_train=20, n_cal=10, T=20,
-                          changepoint=5), {"magnitude": "real", "changepoint": "nonneg"}),
-        Case(ch, "tabular_streams", W.tabular_streams,
-             lambda: dict(scenario="benign", S=2, generator=g(), data=nmes, magnitude=1.0, n_train=100, n_cal=50,
-                          T=40, changepoint=10), {"magnitude": "real", "changepoint": "nonneg", "data": "seq"}),
+        Case(
+            ch,
+            "first_alarm",
+            W.first_alarm,
+            lambda: dict(log_stat=p.clone(), threshold=1.5),
+        ),
+        Case(
+            ch,
+            "watch_monitor",
+            W.watch_monitor,
+            lambda: dict(
+                batch=batch,
+                u=u.clone(),
+                alpha=0.1,
+                ville_alpha=0.01,
+                sched_threshold=1e4,
+                refit_every=10,
+                min_fit=10,
+                l2=1e-2,
+                adapt_threshold=3.0,
+                pr=False,
+            ),
+            {"alpha": "prob", "ville_alpha": "prob"},
+        ),
+        Case(
+            ch,
+            "diagnose",
+            W.diagnose,
+            lambda: dict(x_alarm=torch.tensor([-1, 3]), w_alarm=torch.tensor([2, -1])),
+            skip=("x_alarm:shape", "w_alarm:shape"),
+        ),
+        Case(
+            ch,
+            "alarm_summary",
+            W.alarm_summary,
+            lambda: dict(alarm=torch.tensor([-1, 3, 12]), changepoint=5, horizon=20),
+            {"changepoint": "nonneg"},
+        ),
+        Case(
+            ch,
+            "betting_cs_lower",
+            W.betting_cs_lower,
+            lambda: dict(x=loss.clone(), delta=0.05, c=0.5),
+            {"delta": "prob", "c": "pos"},
+        ),
+        Case(
+            ch,
+            "betting_ci_upper",
+            W.betting_ci_upper,
+            lambda: dict(x=loss.clone(), delta=0.05, c=0.5),
+            {"delta": "prob", "c": "pos"},
+        ),
+        Case(
+            ch,
+            "pr_losses",
+            W.pr_losses,
+            lambda: dict(
+                cal_scores=batch.cal_scores.clone(),
+                test_scores=batch.test_scores.clone(),
+                alpha=0.1,
+                proper_frac=0.75,
+            ),
+            {"alpha": "prob", "proper_frac": "prob"},
+        ),
+        Case(
+            ch,
+            "pr_st_alarm",
+            W.pr_st_alarm,
+            lambda: dict(
+                source_loss=loss.clone(),
+                target_loss=loss.clone(),
+                delta=0.05,
+                eps_tol=0.0,
+            ),
+            {"delta": "prob", "eps_tol": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "pr_cd_alarm",
+            W.pr_cd_alarm,
+            lambda: dict(
+                source_loss=loss.clone(),
+                target_loss=loss.clone(),
+                delta=0.05,
+                eps_tol=0.0,
+                batch=10,
+            ),
+            {"delta": "prob", "eps_tol": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "split_conformal_radius",
+            W.split_conformal_radius,
+            lambda: dict(cal_scores=batch.cal_scores.clone(), alpha=0.1),
+            {"alpha": "prob"},
+        ),
+        Case(
+            ch,
+            "synthetic_source",
+            W.synthetic_source,
+            lambda: dict(S=2, n=5, generator=g()),
+            {"n": "nonneg"},
+        ),
+        Case(
+            ch,
+            "synthetic_shifted",
+            W.synthetic_shifted,
+            lambda: dict(scenario="benign", magnitude=2.0, S=2, n=5, generator=g()),
+            {"magnitude": "real", "n": "nonneg"},
+        ),
+        Case(
+            ch,
+            "synthetic_streams",
+            W.synthetic_streams,
+            lambda: dict(
+                scenario="benign",
+                S=2,
+                generator=g(),
+                magnitude=2.0,
+                n_train=20,
+                n_cal=10,
+                T=20,
+                changepoint=5,
+            ),
+            {"magnitude": "real", "changepoint": "nonneg"},
+        ),
+        Case(
+            ch,
+            "tabular_streams",
+            W.tabular_streams,
+            lambda: dict(
+                scenario="benign",
+                S=2,
+                generator=g(),
+                data=nmes,
+                magnitude=1.0,
+                n_train=100,
+                n_cal=50,
+                T=40,
+                changepoint=10,
+            ),
+            {"magnitude": "real", "changepoint": "nonneg", "data": "seq"},
+        ),
         Case(ch, "load_nmes", W.load_nmes, lambda: dict(dtype=F64), {"dtype": "obj"}),
-        Case(ch, "nn_distance", W.nn_distance, lambda: dict(ref=x3.clone(), x=x3[:, :4].clone())),
-        Case(ch, "fit_linear", W.fit_linear, lambda: dict(x=x3.clone(), y=torch.rand(S, n, dtype=F64), ridge=1e-6),
-             {"ridge": "nonnegf"}),
-        Case(ch, "predict_linear", W.predict_linear, lambda: dict(beta=torch.ones(S, 3, dtype=F64), x=x3.clone())),
+        Case(
+            ch,
+            "nn_distance",
+            W.nn_distance,
+            lambda: dict(ref=x3.clone(), x=x3[:, :4].clone()),
+        ),
+        Case(
+            ch,
+            "fit_linear",
+            W.fit_linear,
+            lambda: dict(x=x3.clone(), y=torch.rand(S, n, dtype=F64), ridge=1e-6),
+            {"ridge": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "predict_linear",
+            W.predict_linear,
+            lambda: dict(beta=torch.ones(S, 3, dtype=F64), x=x3.clone()),
+        ),
         Case(ch, "uniforms", W.uniforms, lambda: dict(S=2, T=5, generator=g())),
     ]
 
 
 def _cases_consistency_gc():
     from lib import consistency_gc as CG
+
     ch = "consistency_gc"
     tc = CG.TrainConfig(steps=2, batch=4, hidden=8, depth=1, n_checkpoints=1)
-    TINY = dataclasses.replace(CG.SMOKE, toy=tc, n_seeds=1, widget_mus=(), n_test=8, ode_steps=4, diag_sigmas=(0.1,),
-                               n_diag=8, images=False)
+    TINY = dataclasses.replace(
+        CG.SMOKE,
+        toy=tc,
+        n_seeds=1,
+        widget_mus=(),
+        n_test=8,
+        ode_steps=4,
+        diag_sigmas=(0.1,),
+        n_diag=8,
+        images=False,
+    )
     gmm = CG.two_gaussians()
     net = CG.EnsembleMLP(2, 2, 8, 1)
     model = CG.ConsistencyEnsemble(net, 1e-3)
@@ -437,151 +850,563 @@ def _cases_consistency_gc():
     feats = torch.randn(10, 3, generator=torch.Generator().manual_seed(1))
     tc_kinds = {"p_mean": "real", "ema_decay": "prob", "s0": "count", "s1": "count"}
     return [
-        config_case(ch, CG.Config, CG.SMOKE, {"toy": "obj", "image": "obj", "seed": "nonneg", "image_mu": "prob",
-                                              "widget_mus": "seq_prob", "diag_sigmas": "seq_pos"},
-                    skip=("images", "widget_mus:empty")),
+        config_case(
+            ch,
+            CG.Config,
+            CG.SMOKE,
+            {
+                "toy": "obj",
+                "image": "obj",
+                "seed": "nonneg",
+                "image_mu": "prob",
+                "widget_mus": "seq_prob",
+                "diag_sigmas": "seq_pos",
+            },
+            skip=("images", "widget_mus:empty"),
+        ),
         config_case(ch, CG.TrainConfig, CG.SMOKE.toy, tc_kinds),
-        Case(ch, "GaussianMixture", CG.GaussianMixture, lambda: dict(means=((0.0, 1.0), (0.0, -1.0)), std=0.1,
-                                                                     weights=(0.5, 0.5)),
-             {"means": "seq", "weights": "seq_prob"}),
+        Case(
+            ch,
+            "GaussianMixture",
+            CG.GaussianMixture,
+            lambda: dict(means=((0.0, 1.0), (0.0, -1.0)), std=0.1, weights=(0.5, 0.5)),
+            {"means": "seq", "weights": "seq_prob"},
+        ),
         Case(ch, "two_gaussians", CG.two_gaussians, lambda: {}),
-        Case(ch, "pf_ode_map", CG.pf_ode_map, lambda: dict(gmm=gmm, x=torch.randn(3, 2), sigma_max=5.0, sigma_min=1e-3,
-                                                           steps=3), skip=("x:shape",)),
-        Case(ch, "EnsembleLinear", CG.EnsembleLinear, lambda: dict(members=2, d_in=3, d_out=2,
-                                                                   generators=[torch.Generator(), torch.Generator()])),
-        Case(ch, "EnsembleMLP", CG.EnsembleMLP, lambda: dict(members=2, data_dim=2, hidden=8, depth=1, seeds=[0, 1]),
-             {"seeds": "seq_nonneg"}),
-        Case(ch, "ConsistencyEnsemble", CG.ConsistencyEnsemble, lambda: dict(net=net, sigma_min=1e-3, sigma_data=0.5)),
+        Case(
+            ch,
+            "pf_ode_map",
+            CG.pf_ode_map,
+            lambda: dict(
+                gmm=gmm, x=torch.randn(3, 2), sigma_max=5.0, sigma_min=1e-3, steps=3
+            ),
+            skip=("x:shape",),
+        ),
+        Case(
+            ch,
+            "EnsembleLinear",
+            CG.EnsembleLinear,
+            lambda: dict(
+                members=2,
+                d_in=3,
+                d_out=2,
+                generators=[torch.Generator(), torch.Generator()],
+            ),
+        ),
+        Case(
+            ch,
+            "EnsembleMLP",
+            CG.EnsembleMLP,
+            lambda: dict(members=2, data_dim=2, hidden=8, depth=1, seeds=[0, 1]),
+            {"seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "ConsistencyEnsemble",
+            CG.ConsistencyEnsemble,
+            lambda: dict(net=net, sigma_min=1e-3, sigma_data=0.5),
+        ),
         Case(ch, "make_ema", CG.make_ema, lambda: dict(model=model)),
-        Case(ch, "noise_embedding", CG.noise_embedding, lambda: dict(c_noise=torch.randn(2, 3), dim=8,
-                                                                     max_positions=1e4),
-             skip=("c_noise:shape", "c_noise:empty")),
-        Case(ch, "consistency_pairs", CG.consistency_pairs,
-             lambda: dict(x0=x0.clone(), z=torch.randn(M, Bt, 2), s_i=si.clone(), s_ip1=sip1.clone(),
-                          u=torch.rand(M, Bt), mu=torch.tensor([0.0, 0.5]), generator_fn=model, cd=None,
-                          denoiser=None), {"mu": "tensor"}),
-        Case(ch, "consistency_loss", CG.consistency_loss,
-             lambda: dict(model=model, x_i=x0.clone(), x_ip1=x0.clone() + 0.1, s_i=si.clone(), s_ip1=sip1.clone(),
-                          weight=torch.ones(M, Bt), loss="l2"), {"model": "callable"}),
-        Case(ch, "Trainer", CG.Trainer, lambda: dict(cfg=tc, data_dim=2, mu=[0.0, 0.5], cd=None, member_seed=None,
-                                                     seed=0), {"mu": "seq_prob", "seed": "nonneg"}),
-        Case(ch, "flow_diagnostics", CG.flow_diagnostics,
-             lambda: dict(x0=x0.clone(), z=torch.randn(M, Bt, 2), sigma=0.5, denoiser=gmm.denoise, generator_fn=None)),
-        Case(ch, "map_error", CG.map_error, lambda: dict(samples=x0.clone(), target=torch.randn(Bt, 2))),
-        Case(ch, "mnist_data", CG.mnist_data, lambda: dict(split="test", size=14), baseline=False),
-        Case(ch, "Classifier", CG.Classifier, lambda: dict(data_dim=4, hidden=8, feat=4)),
-        Case(ch, "train_classifier", CG.train_classifier,
-             lambda: dict(x=torch.randn(16, 4), y=torch.arange(16) % 10, steps=2,
-                          generator=torch.Generator().manual_seed(0), batch=4, lr=1e-3),
-             {"y": "index"}),
-        Case(ch, "frechet_distance", CG.frechet_distance, lambda: dict(f1=feats.clone(), f2=feats.clone() + 1)),
+        Case(
+            ch,
+            "noise_embedding",
+            CG.noise_embedding,
+            lambda: dict(c_noise=torch.randn(2, 3), dim=8, max_positions=1e4),
+            skip=("c_noise:shape", "c_noise:empty"),
+        ),
+        Case(
+            ch,
+            "consistency_pairs",
+            CG.consistency_pairs,
+            lambda: dict(
+                x0=x0.clone(),
+                z=torch.randn(M, Bt, 2),
+                s_i=si.clone(),
+                s_ip1=sip1.clone(),
+                u=torch.rand(M, Bt),
+                mu=torch.tensor([0.0, 0.5]),
+                generator_fn=model,
+                cd=None,
+                denoiser=None,
+            ),
+            {"mu": "tensor"},
+        ),
+        Case(
+            ch,
+            "consistency_loss",
+            CG.consistency_loss,
+            lambda: dict(
+                model=model,
+                x_i=x0.clone(),
+                x_ip1=x0.clone() + 0.1,
+                s_i=si.clone(),
+                s_ip1=sip1.clone(),
+                weight=torch.ones(M, Bt),
+                loss="l2",
+            ),
+            {"model": "callable"},
+        ),
+        Case(
+            ch,
+            "Trainer",
+            CG.Trainer,
+            lambda: dict(
+                cfg=tc, data_dim=2, mu=[0.0, 0.5], cd=None, member_seed=None, seed=0
+            ),
+            {"mu": "seq_prob", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "flow_diagnostics",
+            CG.flow_diagnostics,
+            lambda: dict(
+                x0=x0.clone(),
+                z=torch.randn(M, Bt, 2),
+                sigma=0.5,
+                denoiser=gmm.denoise,
+                generator_fn=None,
+            ),
+        ),
+        Case(
+            ch,
+            "map_error",
+            CG.map_error,
+            lambda: dict(samples=x0.clone(), target=torch.randn(Bt, 2)),
+        ),
+        Case(
+            ch,
+            "mnist_data",
+            CG.mnist_data,
+            lambda: dict(split="test", size=14),
+            baseline=False,
+        ),
+        Case(
+            ch, "Classifier", CG.Classifier, lambda: dict(data_dim=4, hidden=8, feat=4)
+        ),
+        Case(
+            ch,
+            "train_classifier",
+            CG.train_classifier,
+            lambda: dict(
+                x=torch.randn(16, 4),
+                y=torch.arange(16) % 10,
+                steps=2,
+                generator=torch.Generator().manual_seed(0),
+                batch=4,
+                lr=1e-3,
+            ),
+            {"y": "index"},
+        ),
+        Case(
+            ch,
+            "frechet_distance",
+            CG.frechet_distance,
+            lambda: dict(f1=feats.clone(), f2=feats.clone() + 1),
+        ),
         Case(ch, "toy_members", CG.toy_members, lambda: dict(cfg=TINY), {"cfg": "obj"}),
-        Case(ch, "toy_experiment", CG.toy_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "image_experiment", CG.image_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "by_method", CG.by_method, lambda: dict(values=torch.rand(3, 4), names=["a", "b", "a", "b"]),
-             skip=("values:shape",)),
-        Case(ch, "summarise", CG.summarise, lambda: dict(toy=toy, images={"skipped": "off"}),
-             {"toy": "obj", "images": "obj"}),
-        Case(ch, "run_experiment", CG.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "gc_transport_ratio", CG.gc_transport_ratio, lambda: dict(results=summary), {"results": "obj"}),
-        Case(ch, "edm_scalings", CG.edm_scalings, lambda: dict(sigma=T(0.5, 1.0), sigma_data=0.5, sigma_min=0.0),
-             {"sigma_min": "nonnegf"}, skip=("sigma:shape", "sigma:empty")),
-        Case(ch, "precondition", CG.precondition,
-             lambda: dict(net=net, x=x0.clone(), sigma=si.clone(), sigma_data=0.5, sigma_min=1e-3),
-             {"net": "callable", "sigma_min": "nonnegf"}),
-        Case(ch, "karras_sigmas", CG.karras_sigmas, lambda: dict(n=5, sigma_min=0.002, sigma_max=80.0, rho=7.0)),
-        Case(ch, "ict_num_scales", CG.ict_num_scales, lambda: dict(step=3, total_steps=10, s0=10, s1=80),
-             {"step": "nonneg"}),
-        Case(ch, "lognormal_probs", CG.lognormal_probs, lambda: dict(sigmas=T(0.1, 0.5, 1.0), p_mean=-1.1, p_std=2.0),
-             {"p_mean": "real"}),
-        Case(ch, "lognormal_indices", CG.lognormal_indices,
-             lambda: dict(batch=4, sigmas=T(0.1, 0.5, 1.0), p_mean=-1.1, p_std=2.0,
-                          generator=torch.Generator().manual_seed(0)), {"p_mean": "real"}),
-        Case(ch, "ict_loss_weights", CG.ict_loss_weights, lambda: dict(sigmas=T(0.1, 0.5, 1.0))),
-        Case(ch, "pseudo_huber", CG.pseudo_huber, lambda: dict(a=torch.randn(3, 2), b=torch.randn(3, 2), c=0.01)),
-        Case(ch, "ema_update", CG.ema_update, lambda: dict(ema_model=CG.make_ema(model), model=model, decay=0.9),
-             {"decay": "prob"}),
+        Case(
+            ch,
+            "toy_experiment",
+            CG.toy_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "image_experiment",
+            CG.image_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "by_method",
+            CG.by_method,
+            lambda: dict(values=torch.rand(3, 4), names=["a", "b", "a", "b"]),
+            skip=("values:shape",),
+        ),
+        Case(
+            ch,
+            "summarise",
+            CG.summarise,
+            lambda: dict(toy=toy, images={"skipped": "off"}),
+            {"toy": "obj", "images": "obj"},
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            CG.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "gc_transport_ratio",
+            CG.gc_transport_ratio,
+            lambda: dict(results=summary),
+            {"results": "obj"},
+        ),
+        Case(
+            ch,
+            "edm_scalings",
+            CG.edm_scalings,
+            lambda: dict(sigma=T(0.5, 1.0), sigma_data=0.5, sigma_min=0.0),
+            {"sigma_min": "nonnegf"},
+            skip=("sigma:shape", "sigma:empty"),
+        ),
+        Case(
+            ch,
+            "precondition",
+            CG.precondition,
+            lambda: dict(
+                net=net, x=x0.clone(), sigma=si.clone(), sigma_data=0.5, sigma_min=1e-3
+            ),
+            {"net": "callable", "sigma_min": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "karras_sigmas",
+            CG.karras_sigmas,
+            lambda: dict(n=5, sigma_min=0.002, sigma_max=80.0, rho=7.0),
+        ),
+        Case(
+            ch,
+            "ict_num_scales",
+            CG.ict_num_scales,
+            lambda: dict(step=3, total_steps=10, s0=10, s1=80),
+            {"step": "nonneg"},
+        ),
+        Case(
+            ch,
+            "lognormal_probs",
+            CG.lognormal_probs,
+            lambda: dict(sigmas=T(0.1, 0.5, 1.0), p_mean=-1.1, p_std=2.0),
+            {"p_mean": "real"},
+        ),
+        Case(
+            ch,
+            "lognormal_indices",
+            CG.lognormal_indices,
+            lambda: dict(
+                batch=4,
+                sigmas=T(0.1, 0.5, 1.0),
+                p_mean=-1.1,
+                p_std=2.0,
+                generator=torch.Generator().manual_seed(0),
+            ),
+            {"p_mean": "real"},
+        ),
+        Case(
+            ch,
+            "ict_loss_weights",
+            CG.ict_loss_weights,
+            lambda: dict(sigmas=T(0.1, 0.5, 1.0)),
+        ),
+        Case(
+            ch,
+            "pseudo_huber",
+            CG.pseudo_huber,
+            lambda: dict(a=torch.randn(3, 2), b=torch.randn(3, 2), c=0.01),
+        ),
+        Case(
+            ch,
+            "ema_update",
+            CG.ema_update,
+            lambda: dict(ema_model=CG.make_ema(model), model=model, decay=0.9),
+            {"decay": "prob"},
+        ),
         Case(ch, "maybe_compile", CG.maybe_compile, lambda: dict(fn=torch.sin)),
     ]
 
 
 def _cases_diffusion_maps():
     from lib import diffusion_maps as DM
+
     ch = "diffusion_maps"
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     x, theta = DM.noisy_circle(40, 3, 0.1, g())
     w = DM.gaussian_affinity(x, 0.1, 8)
     img = torch.zeros(784)
     img[300:320] = 1.0
-    TINY = dataclasses.replace(DM.SMOKE, n_circle=60, n_sphere=80, n_eigs=4, k=12, k_bandwidth=6, radii=(0.3,),
-                               dims=(3,), sphere_settings=((3, 0.4),), n_mnist=60, mnist_noise=(0.0,),
-                               n_baseline=60, baseline_radii=(0.3,), vae_steps=2, ltsa_neighbors=8)
+    TINY = dataclasses.replace(
+        DM.SMOKE,
+        n_circle=60,
+        n_sphere=80,
+        n_eigs=4,
+        k=12,
+        k_bandwidth=6,
+        radii=(0.3,),
+        dims=(3,),
+        sphere_settings=((3, 0.4),),
+        n_mnist=60,
+        mnist_noise=(0.0,),
+        n_baseline=60,
+        baseline_radii=(0.3,),
+        vae_steps=2,
+        ltsa_neighbors=8,
+    )
     dm = DM.diffusion_map(x, 0.1, k=8, n_eigs=3)
-    cfg_kinds = {"seed": "nonneg", "eps_scale": "pos", "r2_cut": "prob", "r_fixed": "pos", "mnist_digit": "nonneg",
-                 "radii": "seq_pos", "mnist_noise": "seq_nonnegf", "baseline_radii": "seq_pos", "dims": "seq_count",
-                 "sphere_settings": "seq", "D_base": "count", "claim_radii": "seq_pos", "claim_dims": "seq_count",
-                 "claim_wobble": "prob", "sweep_ns": "seq_count", "claim_seeds": "seq_nonneg"}
+    cfg_kinds = {
+        "seed": "nonneg",
+        "eps_scale": "pos",
+        "r2_cut": "prob",
+        "r_fixed": "pos",
+        "mnist_digit": "nonneg",
+        "radii": "seq_pos",
+        "mnist_noise": "seq_nonnegf",
+        "baseline_radii": "seq_pos",
+        "dims": "seq_count",
+        "sphere_settings": "seq",
+        "D_base": "count",
+        "claim_radii": "seq_pos",
+        "claim_dims": "seq_count",
+        "claim_wobble": "prob",
+        "sweep_ns": "seq_count",
+        "claim_seeds": "seq_nonneg",
+    }
     return [
         config_case(ch, DM.Config, DM.SMOKE, cfg_kinds),
         Case(ch, "knn", DM.knn, lambda: dict(x=x.clone(), k=4, batch_size=16)),
-        Case(ch, "gaussian_affinity", DM.gaussian_affinity, lambda: dict(x=x.clone(), eps=0.1, k=4, batch_size=16)),
-        Case(ch, "markov_operator", DM.markov_operator, lambda: dict(w=w.clone(), alpha=1.0),
-             {"w": "obj", "alpha": "prob"}),
-        Case(ch, "diffusion_map", DM.diffusion_map, lambda: dict(x=x.clone(), eps=0.1, k=8, n_eigs=3, alpha=1.0,
-                                                                 solver="eigsh", batch_size=16, seed=0),
-             {"alpha": "prob", "seed": "nonneg"}),
-        Case(ch, "DiffusionMap.embedding", dm.embedding, lambda: dict(dim=2, t=1.0), {"t": "nonnegf"}),
+        Case(
+            ch,
+            "gaussian_affinity",
+            DM.gaussian_affinity,
+            lambda: dict(x=x.clone(), eps=0.1, k=4, batch_size=16),
+        ),
+        Case(
+            ch,
+            "markov_operator",
+            DM.markov_operator,
+            lambda: dict(w=w.clone(), alpha=1.0),
+            {"w": "obj", "alpha": "prob"},
+        ),
+        Case(
+            ch,
+            "diffusion_map",
+            DM.diffusion_map,
+            lambda: dict(
+                x=x.clone(),
+                eps=0.1,
+                k=8,
+                n_eigs=3,
+                alpha=1.0,
+                solver="eigsh",
+                batch_size=16,
+                seed=0,
+            ),
+            {"alpha": "prob", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "DiffusionMap.embedding",
+            dm.embedding,
+            lambda: dict(dim=2, t=1.0),
+            {"t": "nonnegf"},
+        ),
         Case(ch, "neumann_ball_nu1", DM.neumann_ball_nu1, lambda: dict(m=3)),
         Case(ch, "threshold", DM.threshold, lambda: dict(r=0.3, m=2)),
-        Case(ch, "predicted_count_circle", DM.predicted_count_circle, lambda: dict(r=0.3, D=3, length=6.28)),
-        Case(ch, "predicted_count_sphere", DM.predicted_count_sphere, lambda: dict(r=0.4, D=4)),
-        Case(ch, "fourier_basis", DM.fourier_basis, lambda: dict(theta=theta.clone(), kmax=3), {"kmax": "nonneg"}),
-        Case(ch, "harmonic_basis", DM.harmonic_basis, lambda: dict(p=torch.randn(10, 3, dtype=F64), lmax=2),
-             {"lmax": "nonneg"}),
-        Case(ch, "r_squared", DM.r_squared, lambda: dict(vecs=torch.randn(10, 2, dtype=F64),
-                                                         basis=torch.randn(10, 3, dtype=F64))),
-        Case(ch, "count_recovered", DM.count_recovered, lambda: dict(r2=T(0.9, 0.8, 0.1), cut=0.5), {"cut": "prob"}),
-        Case(ch, "uniform_ball", DM.uniform_ball, lambda: dict(n=5, m=3, generator=g())),
-        Case(ch, "noisy_circle", DM.noisy_circle, lambda: dict(n=5, D=3, r=0.1, generator=g()), {"r": "nonnegf"}),
-        Case(ch, "noisy_sphere", DM.noisy_sphere, lambda: dict(n=5, D=4, r=0.1, generator=g()), {"r": "nonnegf"}),
+        Case(
+            ch,
+            "predicted_count_circle",
+            DM.predicted_count_circle,
+            lambda: dict(r=0.3, D=3, length=6.28),
+        ),
+        Case(
+            ch,
+            "predicted_count_sphere",
+            DM.predicted_count_sphere,
+            lambda: dict(r=0.4, D=4),
+        ),
+        Case(
+            ch,
+            "fourier_basis",
+            DM.fourier_basis,
+            lambda: dict(theta=theta.clone(), kmax=3),
+            {"kmax": "nonneg"},
+        ),
+        Case(
+            ch,
+            "harmonic_basis",
+            DM.harmonic_basis,
+            lambda: dict(p=torch.randn(10, 3, dtype=F64), lmax=2),
+            {"lmax": "nonneg"},
+        ),
+        Case(
+            ch,
+            "r_squared",
+            DM.r_squared,
+            lambda: dict(
+                vecs=torch.randn(10, 2, dtype=F64), basis=torch.randn(10, 3, dtype=F64)
+            ),
+        ),
+        Case(
+            ch,
+            "count_recovered",
+            DM.count_recovered,
+            lambda: dict(r2=T(0.9, 0.8, 0.1), cut=0.5),
+            {"cut": "prob"},
+        ),
+        Case(
+            ch, "uniform_ball", DM.uniform_ball, lambda: dict(n=5, m=3, generator=g())
+        ),
+        Case(
+            ch,
+            "noisy_circle",
+            DM.noisy_circle,
+            lambda: dict(n=5, D=3, r=0.1, generator=g()),
+            {"r": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "noisy_sphere",
+            DM.noisy_sphere,
+            lambda: dict(n=5, D=4, r=0.1, generator=g()),
+            {"r": "nonnegf"},
+        ),
         # an image is any tensor of 784 pixels: (784,) or (28, 28) or (1, 784)
-        Case(ch, "rotate_image", DM.rotate_image, lambda: dict(image=img.clone(), theta=T(0.0, 1.0)),
-             skip=("image:shape",)),
-        Case(ch, "rotated_digit", DM.rotated_digit, lambda: dict(image=img.clone(), n=3, r=0.1, generator=g()),
-             {"r": "nonnegf"}, skip=("image:shape",)),
-        Case(ch, "curve_length", DM.curve_length, lambda: dict(image=img.clone(), n=16), skip=("image:shape",)),
+        Case(
+            ch,
+            "rotate_image",
+            DM.rotate_image,
+            lambda: dict(image=img.clone(), theta=T(0.0, 1.0)),
+            skip=("image:shape",),
+        ),
+        Case(
+            ch,
+            "rotated_digit",
+            DM.rotated_digit,
+            lambda: dict(image=img.clone(), n=3, r=0.1, generator=g()),
+            {"r": "nonnegf"},
+            skip=("image:shape",),
+        ),
+        Case(
+            ch,
+            "curve_length",
+            DM.curve_length,
+            lambda: dict(image=img.clone(), n=16),
+            skip=("image:shape",),
+        ),
         Case(ch, "VAE", DM.VAE, lambda: dict(dim=4, hidden=8, latent=2)),
-        Case(ch, "train_vae", DM.train_vae, lambda: dict(x=torch.randn(20, 4), steps=2, batch=8, lr=1e-3, hidden=8,
-                                                         seed=0), {"seed": "nonneg"}),
-        Case(ch, "vae_embedding", DM.vae_embedding, lambda: dict(x=torch.randn(20, 4), steps=2, seed=0, hidden=8),
-             {"seed": "nonneg"}),
-        Case(ch, "ltsa_embedding", DM.ltsa_embedding, lambda: dict(x=x.clone(), n_neighbors=8, seed=0),
-             {"seed": "nonneg"}),
-        Case(ch, "circular_correlation", DM.circular_correlation, lambda: dict(a=theta.clone(), b=theta.clone() + 0.1)),
-        Case(ch, "embedding_angle", DM.embedding_angle, lambda: dict(y=torch.randn(10, 2, dtype=F64))),
+        Case(
+            ch,
+            "train_vae",
+            DM.train_vae,
+            lambda: dict(
+                x=torch.randn(20, 4), steps=2, batch=8, lr=1e-3, hidden=8, seed=0
+            ),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "vae_embedding",
+            DM.vae_embedding,
+            lambda: dict(x=torch.randn(20, 4), steps=2, seed=0, hidden=8),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "ltsa_embedding",
+            DM.ltsa_embedding,
+            lambda: dict(x=x.clone(), n_neighbors=8, seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "circular_correlation",
+            DM.circular_correlation,
+            lambda: dict(a=theta.clone(), b=theta.clone() + 0.1),
+        ),
+        Case(
+            ch,
+            "embedding_angle",
+            DM.embedding_angle,
+            lambda: dict(y=torch.randn(10, 2, dtype=F64)),
+        ),
         Case(ch, "bandwidth", DM.bandwidth, lambda: dict(x=x.clone(), k=4, scale=0.5)),
-        Case(ch, "circle_run", DM.circle_run, lambda: dict(n=60, D=3, r=0.3, cfg=TINY), {"cfg": "obj"}),
-        Case(ch, "sphere_run", DM.sphere_run, lambda: dict(n=80, D=3, r=0.4, cfg=TINY), {"cfg": "obj"}),
-        Case(ch, "mnist_runs", DM.mnist_runs, lambda: dict(cfg=TINY), {"cfg": "obj"}, baseline=False),
-        Case(ch, "baseline_runs", DM.baseline_runs, lambda: dict(cfg=TINY), {"cfg": "obj"}, baseline=False),
-        Case(ch, "normalised_spectrum", DM.normalised_spectrum, lambda: dict(lap=T(0.0, 1.0, 1.1, 4.0))),
-        Case(ch, "slope", DM.slope, lambda: dict(xs=[1.0, 2.0, 3.0], ys=[1.0, 2.5, 2.9]),
-             {"xs": "seq_real", "ys": "seq_real"}),
-        Case(ch, "run_experiment", DM.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "kernel_and_n", DM.kernel_and_n, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "measure_claims", DM.measure_claims, lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
-             {"cfg": "obj", "seeds": "seq_nonneg"}, baseline=False),
-        Case(ch, "judge", DM.judge, lambda: dict(measured={}), {"measured": "obj"}, baseline=False),
+        Case(
+            ch,
+            "circle_run",
+            DM.circle_run,
+            lambda: dict(n=60, D=3, r=0.3, cfg=TINY),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "sphere_run",
+            DM.sphere_run,
+            lambda: dict(n=80, D=3, r=0.4, cfg=TINY),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "mnist_runs",
+            DM.mnist_runs,
+            lambda: dict(cfg=TINY),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "baseline_runs",
+            DM.baseline_runs,
+            lambda: dict(cfg=TINY),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "normalised_spectrum",
+            DM.normalised_spectrum,
+            lambda: dict(lap=T(0.0, 1.0, 1.1, 4.0)),
+        ),
+        Case(
+            ch,
+            "slope",
+            DM.slope,
+            lambda: dict(xs=[1.0, 2.0, 3.0], ys=[1.0, 2.5, 2.9]),
+            {"xs": "seq_real", "ys": "seq_real"},
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            DM.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "kernel_and_n",
+            DM.kernel_and_n,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            DM.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "judge",
+            DM.judge,
+            lambda: dict(measured={}),
+            {"measured": "obj"},
+            baseline=False,
+        ),
     ]
 
 
 def _cases_local_ect():
     from lib import local_ect as LE
+
     ch = "local_ect"
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     graph = LE.shape_graph(6, 3, 1, generator=g())
@@ -589,101 +1414,373 @@ def _cases_local_ect():
     v = LE.random_directions(2, 4, generator=g())
     t = LE.thresholds(5)
     n = x.shape[0]
-    TINY = dataclasses.replace(LE.SMOKE, num_seeds=1, num_centres=20, num_satellites=4, csbm_nodes=30,
-                               homophily=(0.5,), num_directions=4, num_thresholds=4, gbdt_iter=3, gnn_hidden=4,
-                               gnn_epochs=2, rot_directions=8, rot_thresholds=8, rot_points=20, rot_trials=3)
+    TINY = dataclasses.replace(
+        LE.SMOKE,
+        num_seeds=1,
+        num_centres=20,
+        num_satellites=4,
+        csbm_nodes=30,
+        homophily=(0.5,),
+        num_directions=4,
+        num_thresholds=4,
+        gbdt_iter=3,
+        gnn_hidden=4,
+        gnn_epochs=2,
+        rot_directions=8,
+        rot_thresholds=8,
+        rot_points=20,
+        rot_trials=3,
+    )
     j = LE.entry_index(LE.heights(x, v), t)
-    cfg_kinds = {"seed": "nonneg", "train_fraction": "prob", "noise_degree": "nonneg", "homophily": "seq_prob",
-                 "csbm_signal": "pos"}
+    cfg_kinds = {
+        "seed": "nonneg",
+        "train_fraction": "prob",
+        "noise_degree": "nonneg",
+        "homophily": "seq_prob",
+        "csbm_signal": "pos",
+    }
     return [
         config_case(ch, LE.Config, LE.SMOKE, cfg_kinds),
-        Case(ch, "ect", LE.ect, lambda: dict(x=x.clone(), v=v.clone(), t=t.clone(), edge_index=None, batch=None,
-                                             num_graphs=None, scale=None)),
+        Case(
+            ch,
+            "ect",
+            LE.ect,
+            lambda: dict(
+                x=x.clone(),
+                v=v.clone(),
+                t=t.clone(),
+                edge_index=None,
+                batch=None,
+                num_graphs=None,
+                scale=None,
+            ),
+        ),
         Case(ch, "heights", LE.heights, lambda: dict(x=x.clone(), v=v.clone())),
-        Case(ch, "step", LE.step, lambda: dict(h=LE.heights(x, v), t=t.clone(), scale=10.0)),
-        Case(ch, "thresholds", LE.thresholds, lambda: dict(num_thresholds=5, radius=1.1)),
-        Case(ch, "random_directions", LE.random_directions, lambda: dict(dim=2, num_directions=4, generator=g())),
-        Case(ch, "circle_directions", LE.circle_directions, lambda: dict(num_directions=4)),
-        Case(ch, "undirected_edges", LE.undirected_edges, lambda: dict(edge_index=ei.clone(), num_nodes=n),
-             {"edge_index": "index"}),
-        Case(ch, "entry_index", LE.entry_index, lambda: dict(h=LE.heights(x, v), t=t.clone())),
-        Case(ch, "binned_ect", LE.binned_ect, lambda: dict(j=j.clone(), owner=torch.zeros(n, dtype=torch.long),
-                                                           num_graphs=1, num_thresholds=t.numel(), je=None,
-                                                           edge_owner=None),
-             {"j": "index", "owner": "index"}),
-        Case(ch, "rotation_distance_2d", LE.rotation_distance_2d,
-             lambda: dict(ect_g=torch.rand(5, 4), ect_h=torch.rand(5, 4)), skip=("ect_g:shape", "ect_h:shape")),
-        Case(ch, "rotation_distance", LE.rotation_distance,
-             lambda: dict(x_g=x.clone(), x_h=x.clone(), rotations=torch.eye(2).expand(3, 2, 2).clone(), v=v.clone(),
-                          t=t.clone(), scale=None)),
-        Case(ch, "adjacency", LE.adjacency, lambda: dict(edge_index=ei.clone(), num_nodes=n), {"edge_index": "index"}),
-        Case(ch, "ego_pairs", LE.ego_pairs, lambda: dict(edge_index=ei.clone(), num_nodes=n, k=1, nodes=None),
-             {"edge_index": "index", "k": "nonneg"}),
-        Case(ch, "ego_masks", LE.ego_masks, lambda: dict(edge_index=ei.clone(), num_nodes=n, k=1, nodes=None),
-             {"edge_index": "index", "k": "nonneg"}),
-        Case(ch, "ego_batch", LE.ego_batch, lambda: dict(x=x.clone(), edge_index=ei.clone(), k=1,
-                                                         nodes=torch.tensor([0, 1])),
-             {"edge_index": "index", "k": "nonneg", "nodes": "index"}),
-        Case(ch, "ego_edge_masks", LE.ego_edge_masks,
-             lambda: dict(masks=LE.ego_masks(ei, n, 1), edges=LE.undirected_edges(ei, n)),
-             {"masks": "obj", "edges": "index"}),
-        Case(ch, "local_ect", LE.local_ect, lambda: dict(x=x.clone(), edge_index=ei.clone(), k=1, v=v.clone(),
-                                                         t=t.clone(), nodes=torch.tensor([0, 1]), scale=None,
-                                                         ect_type="points"),
-             {"edge_index": "index", "k": "nonneg", "nodes": "index"}),
-        Case(ch, "local_ect_features", LE.local_ect_features,
-             lambda: dict(x=x.clone(), edge_index=ei.clone(), v=v.clone(), t=t.clone(), hops=(1, 2),
-                          nodes=torch.tensor([0, 1]), scale=None, ect_type="points"),
-             {"edge_index": "index", "hops": "seq_nonneg", "nodes": "index"}),
-        Case(ch, "ego_mean", LE.ego_mean, lambda: dict(x=x.clone(), edge_index=ei.clone(), k=1,
-                                                       nodes=torch.tensor([0, 1])),
-             {"edge_index": "index", "k": "nonneg", "nodes": "index"}),
-        Case(ch, "normalize_max", LE.normalize_max, lambda: dict(img=torch.rand(2, 3, 4))),
-        Case(ch, "Graph", LE.Graph, lambda: dict(x=x.clone(), edge_index=ei.clone(), y=graph.y.clone(),
-                                                 labelled=graph.labelled.clone()),
-             {"edge_index": "index", "labelled": "index"}),
-        Case(ch, "shape_graph", LE.shape_graph, lambda: dict(num_centres=4, num_satellites=3, noise_degree=1,
-                                                             centre_degree=1, radius=0.6, spread=0.1, shift=0.1,
-                                                             generator=g()),
-             {"noise_degree": "nonneg", "centre_degree": "nonneg"}),
-        Case(ch, "csbm", LE.csbm, lambda: dict(num_nodes=8, homophily=0.5, degree=2.0, dim=2, signal=0.5,
-                                               generator=g()), {"homophily": "prob"}),
-        Case(ch, "split", LE.split, lambda: dict(labelled=torch.arange(6), train_fraction=0.5, generator=g()),
-             {"labelled": "index", "train_fraction": "prob"}),
-        Case(ch, "edge_homophily", LE.edge_homophily, lambda: dict(edge_index=ei.clone(), y=graph.y.clone()),
-             {"edge_index": "index"}),
-        Case(ch, "GCN", LE.GCN, lambda: dict(in_dim=2, hidden=4, out_dim=2, dropout=0.5), {"dropout": "prob"}),
-        Case(ch, "GAT", LE.GAT, lambda: dict(in_dim=2, hidden=4, out_dim=2, heads=2, dropout=0.5),
-             {"dropout": "prob"}),
-        Case(ch, "gcn_norm", LE.gcn_norm, lambda: dict(edge_index=ei.clone(), num_nodes=n), {"edge_index": "index"}),
-        Case(ch, "train_gnn", LE.train_gnn,
-             lambda: dict(kind="gcn", x=x.clone(), edge_index=ei.clone(), y=graph.y.clamp(min=0),
-                          train=torch.tensor([0, 1, 2]), test=torch.tensor([3, 4, 5]), hidden=4, epochs=2, lr=0.01,
-                          weight_decay=0.0, dropout=0.5, heads=2),
-             {"edge_index": "index", "y": "index", "train": "index", "test": "index", "weight_decay": "nonnegf",
-              "dropout": "prob"}),
-        Case(ch, "gbdt_accuracy", LE.gbdt_accuracy,
-             lambda: dict(features=torch.rand(6, 3), y=torch.tensor([0, 1, 0, 1, 0, 1]), train=torch.tensor([0, 1, 2, 3]),
-                          test=torch.tensor([4, 5]), seed=0, max_depth=2, max_iter=2, learning_rate=0.1),
-             {"y": "index", "train": "index", "test": "index", "seed": "nonneg"}),
-        Case(ch, "evaluate_graph", LE.evaluate_graph,
-             lambda: dict(graph=graph, cfg=TINY, device="cpu", seed=0, methods=("gbdt_x",)),
-             {"cfg": "obj", "methods": "seq_name", "seed": "nonneg"}),
-        Case(ch, "run_shape", LE.run_shape, lambda: dict(cfg=TINY, device="cpu", methods=("gbdt_x",)),
-             {"cfg": "obj", "methods": "seq_name"}),
-        Case(ch, "run_csbm", LE.run_csbm, lambda: dict(cfg=TINY, device="cpu", methods=("gbdt_x",)),
-             {"cfg": "obj", "methods": "seq_name"}),
-        Case(ch, "rotation_trials", LE.rotation_trials, lambda: dict(cfg=TINY, device="cpu", seed=0, scale=5.0),
-             {"cfg": "obj", "seed": "nonneg"}, skip=("scale:negative",)),  # -1.0 means cfg.rot_scale
-        Case(ch, "run_rotation", LE.run_rotation, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"}),
-        Case(ch, "summarize", LE.summarize, lambda: dict(values=[0.5, 0.7]), {"values": "seq_real"}),
-        Case(ch, "run_experiment", LE.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
+        Case(
+            ch,
+            "step",
+            LE.step,
+            lambda: dict(h=LE.heights(x, v), t=t.clone(), scale=10.0),
+        ),
+        Case(
+            ch, "thresholds", LE.thresholds, lambda: dict(num_thresholds=5, radius=1.1)
+        ),
+        Case(
+            ch,
+            "random_directions",
+            LE.random_directions,
+            lambda: dict(dim=2, num_directions=4, generator=g()),
+        ),
+        Case(
+            ch,
+            "circle_directions",
+            LE.circle_directions,
+            lambda: dict(num_directions=4),
+        ),
+        Case(
+            ch,
+            "undirected_edges",
+            LE.undirected_edges,
+            lambda: dict(edge_index=ei.clone(), num_nodes=n),
+            {"edge_index": "index"},
+        ),
+        Case(
+            ch,
+            "entry_index",
+            LE.entry_index,
+            lambda: dict(h=LE.heights(x, v), t=t.clone()),
+        ),
+        Case(
+            ch,
+            "binned_ect",
+            LE.binned_ect,
+            lambda: dict(
+                j=j.clone(),
+                owner=torch.zeros(n, dtype=torch.long),
+                num_graphs=1,
+                num_thresholds=t.numel(),
+                je=None,
+                edge_owner=None,
+            ),
+            {"j": "index", "owner": "index"},
+        ),
+        Case(
+            ch,
+            "rotation_distance_2d",
+            LE.rotation_distance_2d,
+            lambda: dict(ect_g=torch.rand(5, 4), ect_h=torch.rand(5, 4)),
+            skip=("ect_g:shape", "ect_h:shape"),
+        ),
+        Case(
+            ch,
+            "rotation_distance",
+            LE.rotation_distance,
+            lambda: dict(
+                x_g=x.clone(),
+                x_h=x.clone(),
+                rotations=torch.eye(2).expand(3, 2, 2).clone(),
+                v=v.clone(),
+                t=t.clone(),
+                scale=None,
+            ),
+        ),
+        Case(
+            ch,
+            "adjacency",
+            LE.adjacency,
+            lambda: dict(edge_index=ei.clone(), num_nodes=n),
+            {"edge_index": "index"},
+        ),
+        Case(
+            ch,
+            "ego_pairs",
+            LE.ego_pairs,
+            lambda: dict(edge_index=ei.clone(), num_nodes=n, k=1, nodes=None),
+            {"edge_index": "index", "k": "nonneg"},
+        ),
+        Case(
+            ch,
+            "ego_masks",
+            LE.ego_masks,
+            lambda: dict(edge_index=ei.clone(), num_nodes=n, k=1, nodes=None),
+            {"edge_index": "index", "k": "nonneg"},
+        ),
+        Case(
+            ch,
+            "ego_batch",
+            LE.ego_batch,
+            lambda: dict(
+                x=x.clone(), edge_index=ei.clone(), k=1, nodes=torch.tensor([0, 1])
+            ),
+            {"edge_index": "index", "k": "nonneg", "nodes": "index"},
+        ),
+        Case(
+            ch,
+            "ego_edge_masks",
+            LE.ego_edge_masks,
+            lambda: dict(
+                masks=LE.ego_masks(ei, n, 1), edges=LE.undirected_edges(ei, n)
+            ),
+            {"masks": "obj", "edges": "index"},
+        ),
+        Case(
+            ch,
+            "local_ect",
+            LE.local_ect,
+            lambda: dict(
+                x=x.clone(),
+                edge_index=ei.clone(),
+                k=1,
+                v=v.clone(),
+                t=t.clone(),
+                nodes=torch.tensor([0, 1]),
+                scale=None,
+                ect_type="points",
+            ),
+            {"edge_index": "index", "k": "nonneg", "nodes": "index"},
+        ),
+        Case(
+            ch,
+            "local_ect_features",
+            LE.local_ect_features,
+            lambda: dict(
+                x=x.clone(),
+                edge_index=ei.clone(),
+                v=v.clone(),
+                t=t.clone(),
+                hops=(1, 2),
+                nodes=torch.tensor([0, 1]),
+                scale=None,
+                ect_type="points",
+            ),
+            {"edge_index": "index", "hops": "seq_nonneg", "nodes": "index"},
+        ),
+        Case(
+            ch,
+            "ego_mean",
+            LE.ego_mean,
+            lambda: dict(
+                x=x.clone(), edge_index=ei.clone(), k=1, nodes=torch.tensor([0, 1])
+            ),
+            {"edge_index": "index", "k": "nonneg", "nodes": "index"},
+        ),
+        Case(
+            ch, "normalize_max", LE.normalize_max, lambda: dict(img=torch.rand(2, 3, 4))
+        ),
+        Case(
+            ch,
+            "Graph",
+            LE.Graph,
+            lambda: dict(
+                x=x.clone(),
+                edge_index=ei.clone(),
+                y=graph.y.clone(),
+                labelled=graph.labelled.clone(),
+            ),
+            {"edge_index": "index", "labelled": "index"},
+        ),
+        Case(
+            ch,
+            "shape_graph",
+            LE.shape_graph,
+            lambda: dict(
+                num_centres=4,
+                num_satellites=3,
+                noise_degree=1,
+                centre_degree=1,
+                radius=0.6,
+                spread=0.1,
+                shift=0.1,
+                generator=g(),
+            ),
+            {"noise_degree": "nonneg", "centre_degree": "nonneg"},
+        ),
+        Case(
+            ch,
+            "csbm",
+            LE.csbm,
+            lambda: dict(
+                num_nodes=8, homophily=0.5, degree=2.0, dim=2, signal=0.5, generator=g()
+            ),
+            {"homophily": "prob"},
+        ),
+        Case(
+            ch,
+            "split",
+            LE.split,
+            lambda: dict(labelled=torch.arange(6), train_fraction=0.5, generator=g()),
+            {"labelled": "index", "train_fraction": "prob"},
+        ),
+        Case(
+            ch,
+            "edge_homophily",
+            LE.edge_homophily,
+            lambda: dict(edge_index=ei.clone(), y=graph.y.clone()),
+            {"edge_index": "index"},
+        ),
+        Case(
+            ch,
+            "GCN",
+            LE.GCN,
+            lambda: dict(in_dim=2, hidden=4, out_dim=2, dropout=0.5),
+            {"dropout": "prob"},
+        ),
+        Case(
+            ch,
+            "GAT",
+            LE.GAT,
+            lambda: dict(in_dim=2, hidden=4, out_dim=2, heads=2, dropout=0.5),
+            {"dropout": "prob"},
+        ),
+        Case(
+            ch,
+            "gcn_norm",
+            LE.gcn_norm,
+            lambda: dict(edge_index=ei.clone(), num_nodes=n),
+            {"edge_index": "index"},
+        ),
+        Case(
+            ch,
+            "train_gnn",
+            LE.train_gnn,
+            lambda: dict(
+                kind="gcn",
+                x=x.clone(),
+                edge_index=ei.clone(),
+                y=graph.y.clamp(min=0),
+                train=torch.tensor([0, 1, 2]),
+                test=torch.tensor([3, 4, 5]),
+                hidden=4,
+                epochs=2,
+                lr=0.01,
+                weight_decay=0.0,
+                dropout=0.5,
+                heads=2,
+            ),
+            {
+                "edge_index": "index",
+                "y": "index",
+                "train": "index",
+                "test": "index",
+                "weight_decay": "nonnegf",
+                "dropout": "prob",
+            },
+        ),
+        Case(
+            ch,
+            "gbdt_accuracy",
+            LE.gbdt_accuracy,
+            lambda: dict(
+                features=torch.rand(6, 3),
+                y=torch.tensor([0, 1, 0, 1, 0, 1]),
+                train=torch.tensor([0, 1, 2, 3]),
+                test=torch.tensor([4, 5]),
+                seed=0,
+                max_depth=2,
+                max_iter=2,
+                learning_rate=0.1,
+            ),
+            {"y": "index", "train": "index", "test": "index", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "evaluate_graph",
+            LE.evaluate_graph,
+            lambda: dict(
+                graph=graph, cfg=TINY, device="cpu", seed=0, methods=("gbdt_x",)
+            ),
+            {"cfg": "obj", "methods": "seq_name", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "run_shape",
+            LE.run_shape,
+            lambda: dict(cfg=TINY, device="cpu", methods=("gbdt_x",)),
+            {"cfg": "obj", "methods": "seq_name"},
+        ),
+        Case(
+            ch,
+            "run_csbm",
+            LE.run_csbm,
+            lambda: dict(cfg=TINY, device="cpu", methods=("gbdt_x",)),
+            {"cfg": "obj", "methods": "seq_name"},
+        ),
+        Case(
+            ch,
+            "rotation_trials",
+            LE.rotation_trials,
+            lambda: dict(cfg=TINY, device="cpu", seed=0, scale=5.0),
+            {"cfg": "obj", "seed": "nonneg"},
+            skip=("scale:negative",),
+        ),  # -1.0 means cfg.rot_scale
+        Case(
+            ch,
+            "run_rotation",
+            LE.run_rotation,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "summarize",
+            LE.summarize,
+            lambda: dict(values=[0.5, 0.7]),
+            {"values": "seq_real"},
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            LE.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
     ]
 
 
 def _cases_ood_shaping():
     from lib import ood_shaping as O
+
     ch = "ood_shaping"
     gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     h = torch.rand(12, 6, generator=gen())
@@ -692,84 +1789,349 @@ def _cases_ood_shaping():
     p_id = O.histogram(torch.rand(200, generator=gen()), grid)
     p_ood = O.histogram(torch.rand(200, generator=gen()) * 0.5, grid)
     g0 = grid.knots.clone()
-    head = lambda **kw: dict(h=h.clone(), W=Wt.clone(), b=bt.clone(), **kw)  # noqa: E731
+
+    def head(**kw):
+        return dict(h=h.clone(), W=Wt.clone(), b=bt.clone(), **kw)
+
     left, width, theta = O.optfs_fit(h, Wt, bt, 4)
-    TINY = dataclasses.replace(O.SMOKE, n_seeds=1, n_train=200, epochs=1, n_fit=50, n_test=40, n_ood=20, steps=3,
-                               n_bins=8, n_activations=500, width=8)
+    TINY = dataclasses.replace(
+        O.SMOKE,
+        n_seeds=1,
+        n_train=200,
+        epochs=1,
+        n_fit=50,
+        n_test=40,
+        n_ood=20,
+        steps=3,
+        n_bins=8,
+        n_activations=500,
+        width=8,
+    )
     mnist = torch.rand(30, 784, generator=gen())
-    run = O.SeedRun(0, Wt, bt, h, h, {"uniform": h}, 0.9, {}, {m: {"id": torch.rand(5), "uniform": torch.rand(5)}
-                                                              for m in O.METHODS}, [])
-    cfg_kinds = {"seed": "nonneg", "react_p": "percent", "ash_p": "percent", "dice_p": "percent",
-                 "vra_p": "seq_percent", "beta": "nonnegf", "sigma": "pos", "strength": "pos"}
+    run = O.SeedRun(
+        0,
+        Wt,
+        bt,
+        h,
+        h,
+        {"uniform": h},
+        0.9,
+        {},
+        {m: {"id": torch.rand(5), "uniform": torch.rand(5)} for m in O.METHODS},
+        [],
+    )
+    cfg_kinds = {
+        "seed": "nonneg",
+        "react_p": "percent",
+        "ash_p": "percent",
+        "dice_p": "percent",
+        "vra_p": "seq_percent",
+        "beta": "nonnegf",
+        "sigma": "pos",
+        "strength": "pos",
+    }
     return [
         config_case(ch, O.Config, O.SMOKE, cfg_kinds),
         Case(ch, "Net", O.Net, lambda: dict(arch="mlp", width=8)),
-        Case(ch, "Grid", O.Grid, lambda: dict(knots=grid.knots.clone(), edges=grid.edges.clone())),
+        Case(
+            ch,
+            "Grid",
+            O.Grid,
+            lambda: dict(knots=grid.knots.clone(), edges=grid.edges.clone()),
+        ),
         Case(ch, "make_grid", O.make_grid, lambda: dict(x_max=1.0, n_bins=8)),
-        Case(ch, "histogram", O.histogram, lambda: dict(x=torch.rand(20), grid=grid), skip=("x:shape",)),
-        Case(ch, "ood_law_samples", O.ood_law_samples,
-             lambda: dict(x_id=torch.rand(20), assumption="floor+tail", strength=1.0, generator=gen(),
-                          x_surrogate=None), skip=("x_id:shape",)),
-        Case(ch, "channel_densities", O.channel_densities,
-             lambda: dict(g=g0.clone(), p_id=p_id.clone(), p_ood=p_ood.clone(), sigma=0.05, n_z=32)),
-        Case(ch, "kl_ib_terms", O.kl_ib_terms,
-             lambda: dict(g=g0.clone(), p_id=p_id.clone(), p_ood=p_ood.clone(), sigma=0.05, prior=0.5, n_z=32),
-             {"prior": "prob"}),
-        Case(ch, "kl_ib_loss", O.kl_ib_loss,
-             lambda: dict(g=g0.clone(), p_id=p_id.clone(), p_ood=p_ood.clone(), beta=1.0, sigma=0.05, gamma=1.0,
-                          prior=0.5, n_z=32), {"prior": "prob", "beta": "nonnegf", "gamma": "nonnegf"}),
-        Case(ch, "solve_shaping", O.solve_shaping,
-             lambda: dict(p_id=p_id.clone(), p_ood=p_ood.clone(), grid=grid, beta=0.5, sigma=0.05, gamma=1.0,
-                          prior=0.5, steps=2, lr=0.05, smooth=1e-3, n_z=32),
-             {"prior": "prob", "beta": "nonnegf", "gamma": "nonnegf", "smooth": "nonnegf", "steps": "nonneg"}),
-        Case(ch, "orient_and_scale", O.orient_and_scale,
-             lambda: dict(g=g0.clone(), p_id=p_id.clone(), p_ood=p_ood.clone(), knots=grid.knots.clone())),
+        Case(
+            ch,
+            "histogram",
+            O.histogram,
+            lambda: dict(x=torch.rand(20), grid=grid),
+            skip=("x:shape",),
+        ),
+        Case(
+            ch,
+            "ood_law_samples",
+            O.ood_law_samples,
+            lambda: dict(
+                x_id=torch.rand(20),
+                assumption="floor+tail",
+                strength=1.0,
+                generator=gen(),
+                x_surrogate=None,
+            ),
+            skip=("x_id:shape",),
+        ),
+        Case(
+            ch,
+            "channel_densities",
+            O.channel_densities,
+            lambda: dict(
+                g=g0.clone(), p_id=p_id.clone(), p_ood=p_ood.clone(), sigma=0.05, n_z=32
+            ),
+        ),
+        Case(
+            ch,
+            "kl_ib_terms",
+            O.kl_ib_terms,
+            lambda: dict(
+                g=g0.clone(),
+                p_id=p_id.clone(),
+                p_ood=p_ood.clone(),
+                sigma=0.05,
+                prior=0.5,
+                n_z=32,
+            ),
+            {"prior": "prob"},
+        ),
+        Case(
+            ch,
+            "kl_ib_loss",
+            O.kl_ib_loss,
+            lambda: dict(
+                g=g0.clone(),
+                p_id=p_id.clone(),
+                p_ood=p_ood.clone(),
+                beta=1.0,
+                sigma=0.05,
+                gamma=1.0,
+                prior=0.5,
+                n_z=32,
+            ),
+            {"prior": "prob", "beta": "nonnegf", "gamma": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "solve_shaping",
+            O.solve_shaping,
+            lambda: dict(
+                p_id=p_id.clone(),
+                p_ood=p_ood.clone(),
+                grid=grid,
+                beta=0.5,
+                sigma=0.05,
+                gamma=1.0,
+                prior=0.5,
+                steps=2,
+                lr=0.05,
+                smooth=1e-3,
+                n_z=32,
+            ),
+            {
+                "prior": "prob",
+                "beta": "nonnegf",
+                "gamma": "nonnegf",
+                "smooth": "nonnegf",
+                "steps": "nonneg",
+            },
+        ),
+        Case(
+            ch,
+            "orient_and_scale",
+            O.orient_and_scale,
+            lambda: dict(
+                g=g0.clone(),
+                p_id=p_id.clone(),
+                p_ood=p_ood.clone(),
+                knots=grid.knots.clone(),
+            ),
+        ),
         Case(ch, "msp", O.msp, head),
         Case(ch, "max_logit", O.max_logit, head),
         Case(ch, "energy", O.energy, head),
         Case(ch, "react", O.react, lambda: head(threshold=0.5), {"threshold": "real"}),
-        Case(ch, "ash_p", O.ash_p, lambda: head(percentile=65.0), {"percentile": "percent"}),
-        Case(ch, "ash_s", O.ash_s, lambda: head(percentile=65.0), {"percentile": "percent"}),
-        Case(ch, "dice_mask", O.dice_mask, lambda: dict(h_train=h.clone(), W=Wt.clone(), percentile=70.0),
-             {"percentile": "percent"}),
+        Case(
+            ch,
+            "ash_p",
+            O.ash_p,
+            lambda: head(percentile=65.0),
+            {"percentile": "percent"},
+        ),
+        Case(
+            ch,
+            "ash_s",
+            O.ash_s,
+            lambda: head(percentile=65.0),
+            {"percentile": "percent"},
+        ),
+        Case(
+            ch,
+            "dice_mask",
+            O.dice_mask,
+            lambda: dict(h_train=h.clone(), W=Wt.clone(), percentile=70.0),
+            {"percentile": "percent"},
+        ),
         Case(ch, "dice", O.dice, lambda: head(mask=torch.ones(3, 6, dtype=torch.bool))),
-        Case(ch, "vra_p", O.vra_p, lambda: head(x1=0.2, x2=0.8), {"x1": "real", "x2": "real"}),
-        Case(ch, "optfs_fit", O.optfs_fit, lambda: dict(h_train=h.clone(), W=Wt.clone(), b=bt.clone(), n_bins=4)),
-        Case(ch, "optfs_shape", O.optfs_shape, lambda: dict(h=h.clone(), left=left.clone(), width=width,
-                                                            theta=theta.clone()), skip=("h:shape",)),
-        Case(ch, "optfs", O.optfs, lambda: head(left=left.clone(), width=width, theta=theta.clone())),
-        Case(ch, "shaped_energy", O.shaped_energy, lambda: head(knots=grid.knots.float(), values=g0.float())),
-        Case(ch, "interp", O.interp, lambda: dict(x=h.clone(), knots=grid.knots.float(), values=g0.float()),
-             skip=("x:shape",)),
-        Case(ch, "percentile_value", O.percentile_value, lambda: dict(h_train=h.clone(), p=50.0), {"p": "percent"}),
-        Case(ch, "auroc", O.auroc, lambda: dict(score_id=torch.rand(8), score_ood=torch.rand(6))),
-        Case(ch, "fpr_at_95_tpr", O.fpr_at_95_tpr, lambda: dict(score_id=torch.rand(8), score_ood=torch.rand(6),
-                                                                tpr=0.95), {"tpr": "prob"}),
-        Case(ch, "ood_sets", O.ood_sets, lambda: dict(n=4, generator=gen(), mnist_test=mnist.clone(),
-                                                      fashion_test=mnist.clone())),
-        Case(ch, "random_patches", O.random_patches,
-             lambda: dict(images=[torch.rand(100, 100, dtype=F64)], n=2, generator=gen(), zoom=3)),
+        Case(
+            ch,
+            "vra_p",
+            O.vra_p,
+            lambda: head(x1=0.2, x2=0.8),
+            {"x1": "real", "x2": "real"},
+        ),
+        Case(
+            ch,
+            "optfs_fit",
+            O.optfs_fit,
+            lambda: dict(h_train=h.clone(), W=Wt.clone(), b=bt.clone(), n_bins=4),
+        ),
+        Case(
+            ch,
+            "optfs_shape",
+            O.optfs_shape,
+            lambda: dict(
+                h=h.clone(), left=left.clone(), width=width, theta=theta.clone()
+            ),
+            skip=("h:shape",),
+        ),
+        Case(
+            ch,
+            "optfs",
+            O.optfs,
+            lambda: head(left=left.clone(), width=width, theta=theta.clone()),
+        ),
+        Case(
+            ch,
+            "shaped_energy",
+            O.shaped_energy,
+            lambda: head(knots=grid.knots.float(), values=g0.float()),
+        ),
+        Case(
+            ch,
+            "interp",
+            O.interp,
+            lambda: dict(x=h.clone(), knots=grid.knots.float(), values=g0.float()),
+            skip=("x:shape",),
+        ),
+        Case(
+            ch,
+            "percentile_value",
+            O.percentile_value,
+            lambda: dict(h_train=h.clone(), p=50.0),
+            {"p": "percent"},
+        ),
+        Case(
+            ch,
+            "auroc",
+            O.auroc,
+            lambda: dict(score_id=torch.rand(8), score_ood=torch.rand(6)),
+        ),
+        Case(
+            ch,
+            "fpr_at_95_tpr",
+            O.fpr_at_95_tpr,
+            lambda: dict(score_id=torch.rand(8), score_ood=torch.rand(6), tpr=0.95),
+            {"tpr": "prob"},
+        ),
+        Case(
+            ch,
+            "ood_sets",
+            O.ood_sets,
+            lambda: dict(
+                n=4,
+                generator=gen(),
+                mnist_test=mnist.clone(),
+                fashion_test=mnist.clone(),
+            ),
+        ),
+        Case(
+            ch,
+            "random_patches",
+            O.random_patches,
+            lambda: dict(
+                images=[torch.rand(100, 100, dtype=F64)], n=2, generator=gen(), zoom=3
+            ),
+        ),
         Case(ch, "lfw_faces", O.lfw_faces, lambda: {}),
-        Case(ch, "load_fashion_mnist", O.load_fashion_mnist, lambda: dict(split="test"), baseline=False),
-        Case(ch, "load_data", O.load_data, lambda: dict(cfg=TINY), {"cfg": "obj"}, baseline=False),
-        Case(ch, "train_net", O.train_net, lambda: dict(cfg=TINY, seed=0, x=mnist.clone(), y=torch.arange(30) % 10,
-                                                        device="cpu"), {"cfg": "obj", "y": "index"}),
-        Case(ch, "features", O.features, lambda: dict(net=O.Net("mlp", 8), x=mnist.clone(), batch=16)),
-        Case(ch, "fit_detectors", O.fit_detectors, lambda: dict(cfg=TINY, W=Wt.clone(), b=bt.clone(),
-                                                                h_fit=h.clone(), generator=gen()), {"cfg": "obj"}),
-        Case(ch, "kl_ib_shaping", O.kl_ib_shaping, lambda: dict(cfg=TINY, h_fit=h.clone(), generator=gen(),
-                                                                assumption="weaker", beta=1.0, x_surrogate=None),
-             {"cfg": "obj", "beta": "nonnegf"}),
-        Case(ch, "score_all", O.score_all,
-             lambda: dict(h=h.clone(), W=Wt.clone(), b=bt.clone(),
-                          p=O.fit_detectors(TINY, Wt, bt, h, gen())), {"p": "obj"}),
-        Case(ch, "run_seed", O.run_seed, lambda: dict(cfg=TINY, seed=0, device="cpu", data=None),
-             {"cfg": "obj"}, baseline=False),
-        Case(ch, "run_seeds", O.run_seeds, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"}, baseline=False),
+        Case(
+            ch,
+            "load_fashion_mnist",
+            O.load_fashion_mnist,
+            lambda: dict(split="test"),
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "load_data",
+            O.load_data,
+            lambda: dict(cfg=TINY),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "train_net",
+            O.train_net,
+            lambda: dict(
+                cfg=TINY, seed=0, x=mnist.clone(), y=torch.arange(30) % 10, device="cpu"
+            ),
+            {"cfg": "obj", "y": "index"},
+        ),
+        Case(
+            ch,
+            "features",
+            O.features,
+            lambda: dict(net=O.Net("mlp", 8), x=mnist.clone(), batch=16),
+        ),
+        Case(
+            ch,
+            "fit_detectors",
+            O.fit_detectors,
+            lambda: dict(
+                cfg=TINY, W=Wt.clone(), b=bt.clone(), h_fit=h.clone(), generator=gen()
+            ),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "kl_ib_shaping",
+            O.kl_ib_shaping,
+            lambda: dict(
+                cfg=TINY,
+                h_fit=h.clone(),
+                generator=gen(),
+                assumption="weaker",
+                beta=1.0,
+                x_surrogate=None,
+            ),
+            {"cfg": "obj", "beta": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "score_all",
+            O.score_all,
+            lambda: dict(
+                h=h.clone(),
+                W=Wt.clone(),
+                b=bt.clone(),
+                p=O.fit_detectors(TINY, Wt, bt, h, gen()),
+            ),
+            {"p": "obj"},
+        ),
+        Case(
+            ch,
+            "run_seed",
+            O.run_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu", data=None),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            O.run_seeds,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
         Case(ch, "metrics", O.metrics, lambda: dict(run=run), {"run": "obj"}),
         Case(ch, "summarise", O.summarise, lambda: dict(runs=[run]), {"runs": "seq"}),
-        Case(ch, "run_experiment", O.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
+        Case(
+            ch,
+            "run_experiment",
+            O.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
     ]
 
 
@@ -777,6 +2139,7 @@ def _cases_ood_shaping():
 def _sin_fixture():
     from lib import self_inf_n as S
     from lib.common.gpt import GPT, GPTConfig
+
     w = S.make_world(0)
     torch.manual_seed(0)
     model = GPT(GPTConfig(len(w.vocab), 40, n_layer=1, n_head=2, d_model=16)).eval()
@@ -785,21 +2148,26 @@ def _sin_fixture():
 
 
 class _TinyLM(torch.nn.Module):
-    """A stand-in with the interface of a Hugging Face causal LM: ``config.num_hidden_layers``, parameters
-    named ``model.layers.<i>.*`` and ``model.norm.*``, ``forward(input_ids=...).logits``."""
+    """A stand-in with the interface of a Hugging Face causal LM:
+    ``config.num_hidden_layers``, parameters named ``model.layers.<i>.*`` and
+    ``model.norm.*``, ``forward(input_ids=...).logits``."""
 
     def __init__(self, vocab: int = 12, d: int = 4, layers: int = 2):
         super().__init__()
         import types
+
         self.config = types.SimpleNamespace(num_hidden_layers=layers)
         self.model = torch.nn.Module()
         self.model.embed = torch.nn.Embedding(vocab, d)
-        self.model.layers = torch.nn.ModuleList(torch.nn.Linear(d, d) for _ in range(layers))
+        self.model.layers = torch.nn.ModuleList(
+            torch.nn.Linear(d, d) for _ in range(layers)
+        )
         self.model.norm = torch.nn.LayerNorm(d)
         self.lm_head = torch.nn.Linear(d, vocab)
 
     def forward(self, input_ids):
         import types
+
         h = self.model.embed(input_ids)
         for layer in self.model.layers:
             h = h + layer(h)
@@ -808,198 +2176,696 @@ class _TinyLM(torch.nn.Module):
 
 def _cases_self_inf_n():
     from lib import self_inf_n as S
+
     ch = "self_inf_n"
     w, model, pool = _sin_fixture()
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     x, y, m = S.encode(w, pool, 40)
-    TINY = dataclasses.replace(S.SMOKE, d_model=16, n_head=2, n_layer=1, n_pretrain=40, pretrain_epochs=1, n_align=20,
-                               align_epochs=1, pool_size=30, n_benign_eval=4, k=4, seeds=(0,), lr_sweep=(),
-                               smol_samples=0, other_worlds=(), full_seeds=1, control=(), attack_epochs=1,
-                               attack_batch=4)
+    TINY = dataclasses.replace(
+        S.SMOKE,
+        d_model=16,
+        n_head=2,
+        n_layer=1,
+        n_pretrain=40,
+        pretrain_epochs=1,
+        n_align=20,
+        align_epochs=1,
+        pool_size=30,
+        n_benign_eval=4,
+        k=4,
+        seeds=(0,),
+        lr_sweep=(),
+        smol_samples=0,
+        other_worlds=(),
+        full_seeds=1,
+        control=(),
+        attack_epochs=1,
+        attack_batch=4,
+    )
     sets = S.eval_sets(w, 4, 0)
-    scores = {"self_inf": torch.rand(12, dtype=F64), "self_inf_n": torch.rand(12, dtype=F64),
-              "length": S.answer_lengths(pool), "trivial": S.is_trivial(pool), "family": [f for f, _, _ in pool]}
-    ev = S.evaluate(model, w, {"held": sets["held"][:2], "seen": sets["seen"][:2], "benign": sets["benign"][:2]})
+    scores = {
+        "self_inf": torch.rand(12, dtype=F64),
+        "self_inf_n": torch.rand(12, dtype=F64),
+        "length": S.answer_lengths(pool),
+        "trivial": S.is_trivial(pool),
+        "family": [f for f, _, _ in pool],
+    }
+    ev = S.evaluate(
+        model,
+        w,
+        {
+            "held": sets["held"][:2],
+            "seen": sets["seen"][:2],
+            "benign": sets["benign"][:2],
+        },
+    )
     lm = _TinyLM()
-    cfg_kinds = {"seed": "nonneg", "refusal_share": "prob", "decline_share": "prob", "new_share": "prob",
-                 "seeds": "seq_nonneg", "lr_sweep": "seq_pos", "other_worlds": "seq_nonneg", "control": "seq_name",
-                 "smol_samples": "nonneg", "pretrain_epochs": "pos", "align_epochs": "pos", "attack_epochs": "pos"}
+    cfg_kinds = {
+        "seed": "nonneg",
+        "refusal_share": "prob",
+        "decline_share": "prob",
+        "new_share": "prob",
+        "seeds": "seq_nonneg",
+        "lr_sweep": "seq_pos",
+        "other_worlds": "seq_nonneg",
+        "control": "seq_name",
+        "smol_samples": "nonneg",
+        "pretrain_epochs": "pos",
+        "align_epochs": "pos",
+        "attack_epochs": "pos",
+    }
     return [
-        config_case(ch, S.Config, S.SMOKE, cfg_kinds,
-                    skip=("lr_sweep:empty", "other_worlds:empty", "control:empty", "other_worlds:element_type")),
+        config_case(
+            ch,
+            S.Config,
+            S.SMOKE,
+            cfg_kinds,
+            skip=(
+                "lr_sweep:empty",
+                "other_worlds:empty",
+                "control:empty",
+                "other_worlds:element_type",
+            ),
+        ),
         Case(ch, "make_world", S.make_world, lambda: dict(seed=0), {"seed": "nonneg"}),
-        Case(ch, "draw_samples", S.draw_samples, lambda: dict(w=w, mix={"add": 1.0, "copy": 2.0}, n=3, g=g(),
-                                                              new_share=0.0), {"mix": "obj", "new_share": "prob"}),
+        Case(
+            ch,
+            "draw_samples",
+            S.draw_samples,
+            lambda: dict(w=w, mix={"add": 1.0, "copy": 2.0}, n=3, g=g(), new_share=0.0),
+            {"mix": "obj", "new_share": "prob"},
+        ),
         Case(ch, "pretrain_corpus", S.pretrain_corpus, lambda: dict(w=w, n=4, g=g())),
-        Case(ch, "alignment_set", S.alignment_set, lambda: dict(w=w, n=8, g=g(), refusal_share=0.25,
-                                                                decline_share=0.25),
-             {"refusal_share": "prob", "decline_share": "prob"}),
-        Case(ch, "benign_pool", S.benign_pool, lambda: dict(w=w, n=4, g=g(), new_share=0.3), {"new_share": "prob"}),
-        Case(ch, "hazard_sample", S.hazard_sample, lambda: dict(w=w, item=2, verb="make", refuse=False),
-             {"item": "nonneg"}),
+        Case(
+            ch,
+            "alignment_set",
+            S.alignment_set,
+            lambda: dict(w=w, n=8, g=g(), refusal_share=0.25, decline_share=0.25),
+            {"refusal_share": "prob", "decline_share": "prob"},
+        ),
+        Case(
+            ch,
+            "benign_pool",
+            S.benign_pool,
+            lambda: dict(w=w, n=4, g=g(), new_share=0.3),
+            {"new_share": "prob"},
+        ),
+        Case(
+            ch,
+            "hazard_sample",
+            S.hazard_sample,
+            lambda: dict(w=w, item=2, verb="make", refuse=False),
+            {"item": "nonneg"},
+        ),
         Case(ch, "encode", S.encode, lambda: dict(w=w, samples=list(pool), block=40)),
         Case(ch, "answer_lengths", S.answer_lengths, lambda: dict(samples=list(pool))),
         Case(ch, "is_trivial", S.is_trivial, lambda: dict(samples=list(pool))),
-        Case(ch, "lm_mask", S.lm_mask, lambda: dict(targets=y.clone(), pad_id=0), {"pad_id": "nonneg"}),
-        Case(ch, "new_model", S.new_model, lambda: dict(w=w, block=16, n_layer=1, d_model=8, n_head=2, seed=0),
-             {"seed": "nonneg"}),
-        Case(ch, "train", S.train, lambda: dict(model=S.new_model(w, 40, 1, 8, 2, 0), w=w, samples=list(pool[:4]),
-                                                epochs=1.0, batch_size=2, lr=1e-3, seed=0, answer_only=True,
-                                                weight_decay=0.0),
-             {"seed": "nonneg", "weight_decay": "nonnegf", "samples": "seq"}),
-        Case(ch, "generate", S.generate, lambda: dict(model=model, w=w, prompts=[["add", "N1", "N2"]], max_new=3),
-             {"prompts": "seq"}),
-        Case(ch, "eval_sets", S.eval_sets, lambda: dict(w=w, n_benign=2, seed=0), {"seed": "nonneg"}),
-        Case(ch, "is_procedure", S.is_procedure, lambda: dict(answer=["step", "B1"] * 3), {"answer": "obj"}),
-        Case(ch, "hazard_metrics", S.hazard_metrics, lambda: dict(answers=[["step", "X1"] * 3, []],
-                                                                  targets=[["step", "X1"] * 3, ["a"]])),
-        Case(ch, "evaluate", S.evaluate, lambda: dict(model=model, w=w, sets={"held": sets["held"][:1],
-                                                                              "seen": sets["seen"][:1],
-                                                                              "benign": sets["benign"][:1]}),
-             {"sets": "obj"}),
-        Case(ch, "self_influence", S.self_influence, lambda: dict(model=model, inputs=x[:3].clone(),
-                                                                  targets=y[:3].clone(), mask=m[:3].clone(), chunk=2,
-                                                                  param_names=None, method="hooks")),
-        Case(ch, "self_inf_n", S.self_inf_n, lambda: dict(self_inf=T(1.0, 2.0), lengths=torch.tensor([1, 3])),
-             {"lengths": "itensor"}),
-        Case(ch, "select_top", S.select_top, lambda: dict(scores=T(3.0, 1.0, 2.0), k=2,
-                                                          trivial=torch.tensor([False, False, True]), largest=True)),
-        Case(ch, "select_random", S.select_random, lambda: dict(n=5, k=2, generator=g(), trivial=None)),
-        Case(ch, "spearman", S.spearman, lambda: dict(x=T(1.0, 2.0, 3.0), y=T(1.0, 3.0, 2.0)),
-             skip=("x:dtype", "y:dtype")),  # integer data have ranks too
-        Case(ch, "build_world", S.build_world, lambda: dict(cfg=TINY), {"cfg": "obj"}, baseline=False),
-        Case(ch, "align_without_declines", S.align_without_declines, lambda: dict(wd={"base": model, "world": w, "sets": sets},
-                                                                                  cfg=TINY),
-             {"wd": "obj", "cfg": "obj"}, baseline=False),
-        Case(ch, "score_pool", S.score_pool, lambda: dict(model=model, w=w, pool=list(pool), block=40, chunk=8),
-             {"model": "obj", "w": "obj", "pool": "seq"}),
-        Case(ch, "selections", S.selections, lambda: dict(scores=scores, k=2, seed=0), {"scores": "obj",
-                                                                                        "seed": "nonneg"}),
-        Case(ch, "selection_stats", S.selection_stats, lambda: dict(scores=scores, idx=torch.tensor([0, 3])),
-             {"scores": "obj", "idx": "index"}),
-        Case(ch, "attack", S.attack, lambda: dict(aligned=model, w=w, pool=list(pool), sets=sets,
-                                                  idx=torch.tensor([0, 1]), seed=0, cfg=TINY),
-             {"aligned": "obj", "w": "obj", "pool": "seq", "sets": "obj", "idx": "index", "cfg": "obj",
-              "seed": "nonneg"}, baseline=False),
-        Case(ch, "summarise", S.summarise, lambda: dict(runs=[ev, ev]), {"runs": "seq"}),
-        Case(ch, "run_small_world", S.run_small_world, lambda: dict(cfg=TINY), {"cfg": "obj"}, baseline=False),
-        Case(ch, "run_experiment", S.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
+        Case(
+            ch,
+            "lm_mask",
+            S.lm_mask,
+            lambda: dict(targets=y.clone(), pad_id=0),
+            {"pad_id": "nonneg"},
+        ),
+        Case(
+            ch,
+            "new_model",
+            S.new_model,
+            lambda: dict(w=w, block=16, n_layer=1, d_model=8, n_head=2, seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "train",
+            S.train,
+            lambda: dict(
+                model=S.new_model(w, 40, 1, 8, 2, 0),
+                w=w,
+                samples=list(pool[:4]),
+                epochs=1.0,
+                batch_size=2,
+                lr=1e-3,
+                seed=0,
+                answer_only=True,
+                weight_decay=0.0,
+            ),
+            {"seed": "nonneg", "weight_decay": "nonnegf", "samples": "seq"},
+        ),
+        Case(
+            ch,
+            "generate",
+            S.generate,
+            lambda: dict(model=model, w=w, prompts=[["add", "N1", "N2"]], max_new=3),
+            {"prompts": "seq"},
+        ),
+        Case(
+            ch,
+            "eval_sets",
+            S.eval_sets,
+            lambda: dict(w=w, n_benign=2, seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "is_procedure",
+            S.is_procedure,
+            lambda: dict(answer=["step", "B1"] * 3),
+            {"answer": "obj"},
+        ),
+        Case(
+            ch,
+            "hazard_metrics",
+            S.hazard_metrics,
+            lambda: dict(
+                answers=[["step", "X1"] * 3, []], targets=[["step", "X1"] * 3, ["a"]]
+            ),
+        ),
+        Case(
+            ch,
+            "evaluate",
+            S.evaluate,
+            lambda: dict(
+                model=model,
+                w=w,
+                sets={
+                    "held": sets["held"][:1],
+                    "seen": sets["seen"][:1],
+                    "benign": sets["benign"][:1],
+                },
+            ),
+            {"sets": "obj"},
+        ),
+        Case(
+            ch,
+            "self_influence",
+            S.self_influence,
+            lambda: dict(
+                model=model,
+                inputs=x[:3].clone(),
+                targets=y[:3].clone(),
+                mask=m[:3].clone(),
+                chunk=2,
+                param_names=None,
+                method="hooks",
+            ),
+        ),
+        Case(
+            ch,
+            "self_inf_n",
+            S.self_inf_n,
+            lambda: dict(self_inf=T(1.0, 2.0), lengths=torch.tensor([1, 3])),
+            {"lengths": "itensor"},
+        ),
+        Case(
+            ch,
+            "select_top",
+            S.select_top,
+            lambda: dict(
+                scores=T(3.0, 1.0, 2.0),
+                k=2,
+                trivial=torch.tensor([False, False, True]),
+                largest=True,
+            ),
+        ),
+        Case(
+            ch,
+            "select_random",
+            S.select_random,
+            lambda: dict(n=5, k=2, generator=g(), trivial=None),
+        ),
+        Case(
+            ch,
+            "spearman",
+            S.spearman,
+            lambda: dict(x=T(1.0, 2.0, 3.0), y=T(1.0, 3.0, 2.0)),
+            skip=("x:dtype", "y:dtype"),
+        ),  # integer data have ranks too
+        Case(
+            ch,
+            "build_world",
+            S.build_world,
+            lambda: dict(cfg=TINY),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "align_without_declines",
+            S.align_without_declines,
+            lambda: dict(wd={"base": model, "world": w, "sets": sets}, cfg=TINY),
+            {"wd": "obj", "cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "score_pool",
+            S.score_pool,
+            lambda: dict(model=model, w=w, pool=list(pool), block=40, chunk=8),
+            {"model": "obj", "w": "obj", "pool": "seq"},
+        ),
+        Case(
+            ch,
+            "selections",
+            S.selections,
+            lambda: dict(scores=scores, k=2, seed=0),
+            {"scores": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "selection_stats",
+            S.selection_stats,
+            lambda: dict(scores=scores, idx=torch.tensor([0, 3])),
+            {"scores": "obj", "idx": "index"},
+        ),
+        Case(
+            ch,
+            "attack",
+            S.attack,
+            lambda: dict(
+                aligned=model,
+                w=w,
+                pool=list(pool),
+                sets=sets,
+                idx=torch.tensor([0, 1]),
+                seed=0,
+                cfg=TINY,
+            ),
+            {
+                "aligned": "obj",
+                "w": "obj",
+                "pool": "seq",
+                "sets": "obj",
+                "idx": "index",
+                "cfg": "obj",
+                "seed": "nonneg",
+            },
+            baseline=False,
+        ),
+        Case(
+            ch, "summarise", S.summarise, lambda: dict(runs=[ev, ev]), {"runs": "seq"}
+        ),
+        Case(
+            ch,
+            "run_small_world",
+            S.run_small_world,
+            lambda: dict(cfg=TINY),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            S.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
         Case(ch, "smollm_dir", S.smollm_dir, lambda: {}),
-        Case(ch, "load_smollm2", S.load_smollm2, lambda: dict(device="cpu"), baseline=False),
-        Case(ch, "text_pool", S.text_pool, lambda: dict(n=4, seed=0), {"seed": "nonneg"}),
-        Case(ch, "chat_tensors", S.chat_tensors, lambda: dict(tok=lambda s, add_special_tokens: {"input_ids": [1, 2]},
-                                                              pool=[("k", "q?", "a")]),
-             {"tok": "callable", "pool": "seq"}),
-        Case(ch, "hf_self_influence", S.hf_self_influence,
-             lambda: dict(model=lm, rows=[(torch.tensor([1, 2, 3]), 1)], param_names=["model.norm.weight"]),
-             {"model": "obj", "rows": "seq", "param_names": "seq"}),
-        Case(ch, "last_block_params", S.last_block_params, lambda: dict(model=lm, n_blocks=1), {"model": "obj"}),
-        Case(ch, "smollm_length_bias", S.smollm_length_bias,
-             lambda: dict(n=4, n_blocks=1, seed=0, device="cpu", model_tok=None), {"seed": "nonneg"},
-             skip=("model_tok",), baseline=False),
+        Case(
+            ch,
+            "load_smollm2",
+            S.load_smollm2,
+            lambda: dict(device="cpu"),
+            baseline=False,
+        ),
+        Case(
+            ch, "text_pool", S.text_pool, lambda: dict(n=4, seed=0), {"seed": "nonneg"}
+        ),
+        Case(
+            ch,
+            "chat_tensors",
+            S.chat_tensors,
+            lambda: dict(
+                tok=lambda s, add_special_tokens: {"input_ids": [1, 2]},
+                pool=[("k", "q?", "a")],
+            ),
+            {"tok": "callable", "pool": "seq"},
+        ),
+        Case(
+            ch,
+            "hf_self_influence",
+            S.hf_self_influence,
+            lambda: dict(
+                model=lm,
+                rows=[(torch.tensor([1, 2, 3]), 1)],
+                param_names=["model.norm.weight"],
+            ),
+            {"model": "obj", "rows": "seq", "param_names": "seq"},
+        ),
+        Case(
+            ch,
+            "last_block_params",
+            S.last_block_params,
+            lambda: dict(model=lm, n_blocks=1),
+            {"model": "obj"},
+        ),
+        Case(
+            ch,
+            "smollm_length_bias",
+            S.smollm_length_bias,
+            lambda: dict(n=4, n_blocks=1, seed=0, device="cpu", model_tok=None),
+            {"seed": "nonneg"},
+            skip=("model_tok",),
+            baseline=False,
+        ),
     ]
 
 
 @functools.lru_cache(maxsize=None)
 def _proofaug_fixture():
     from lib import proofaug as PA
-    stmt = PA.Statement(("a", "b"), "real", (("h0", "a + b = 5"), ("h1", "a * b = 6")), "a ** 2 + b ** 2 = 13")
-    gold = "\n".join(["proof", "have h2 : ( a + b ) ** 2 = 5 ** 2 by simp",
-                      "have h3 : a ** 2 + b ** 2 = ( a + b ) ** 2 - 2 * ( a * b ) by algebra",
-                      "show ?thesis by arith", "qed"])
+
+    stmt = PA.Statement(
+        ("a", "b"),
+        "real",
+        (("h0", "a + b = 5"), ("h1", "a * b = 6")),
+        "a ** 2 + b ** 2 = 13",
+    )
+    gold = "\n".join(
+        [
+            "proof",
+            "have h2 : ( a + b ) ** 2 = 5 ** 2 by simp",
+            "have h3 : a ** 2 + b ** 2 = ( a + b ) ** 2 - 2 * ( a * b ) by algebra",
+            "show ?thesis by arith",
+            "qed",
+        ]
+    )
     prover = PA.Prover(600, 1000)
     vocab = PA.build_vocab([stmt], [gold])
     pairs = [(stmt, gold)]
-    model, _ = PA.train_proposer(pairs, vocab, steps=1, block_size=200, d_model=16, n_layer=1, batch_size=1, lr=1e-3,
-                                 seed=0)
+    model, _ = PA.train_proposer(
+        pairs,
+        vocab,
+        steps=1,
+        block_size=200,
+        d_model=16,
+        n_layer=1,
+        batch_size=1,
+        lr=1e-3,
+        seed=0,
+    )
     return stmt, gold, prover, vocab, pairs, model
 
 
 def _cases_proofaug():
     from lib import proofaug as PA
+
     ch = "proofaug"
     stmt, gold, prover, vocab, pairs, model = _proofaug_fixture()
-    TINY = dataclasses.replace(PA.SMOKE, n_train=4, n_test=2, train_steps=1, block_size=200, d_model=16, n_layer=1,
-                               batch_size=2, n_samples=2, seeds=1, noise_rates=(0.1,))
+    TINY = dataclasses.replace(
+        PA.SMOKE,
+        n_train=4,
+        n_test=2,
+        train_steps=1,
+        block_size=200,
+        d_model=16,
+        n_layer=1,
+        batch_size=2,
+        n_samples=2,
+        seeds=1,
+        noise_rates=(0.1,),
+    )
     steps = PA.parse_steps(gold)
     f = PA.parse_formula("a + b = 5", ("a", "b"), "real")
     goal = PA.parse_formula("a * b = 6", ("a", "b"), "real")
     prob = PA.Problem("p0", "vieta", stmt, gold)
-    cfg_kinds = {"seed": "nonneg", "temperature": "pos", "noise_rates": "seq_prob", "oracle_samples": "count"}
+    cfg_kinds = {
+        "seed": "nonneg",
+        "temperature": "pos",
+        "noise_rates": "seq_prob",
+        "oracle_samples": "count",
+    }
     return [
         config_case(ch, PA.Config, PA.SMOKE, cfg_kinds),
-        Case(ch, "Statement", PA.Statement, lambda: dict(variables=("a", "b"), domain="real",
-                                                         assumptions=(("h0", "a + b = 5"),), goal="a + b = 5"),
-             {"variables": "seq", "assumptions": "seq", "goal": "text"},
-             skip=("assumptions:empty", "variables:empty")),  # no assumption / no variable: valid theorems
+        Case(
+            ch,
+            "Statement",
+            PA.Statement,
+            lambda: dict(
+                variables=("a", "b"),
+                domain="real",
+                assumptions=(("h0", "a + b = 5"),),
+                goal="a + b = 5",
+            ),
+            {"variables": "seq", "assumptions": "seq", "goal": "text"},
+            skip=("assumptions:empty", "variables:empty"),
+        ),  # no assumption / no variable: valid theorems
         Case(ch, "Prover", PA.Prover, lambda: dict(small=600, large=1000)),
-        Case(ch, "NeuralProposer", PA.NeuralProposer, lambda: dict(model=model, vocab=vocab, temperature=0.6, seed=0,
-                                                                   pool=2), {"seed": "nonneg"}),
-        Case(ch, "tokenize", PA.tokenize, lambda: dict(text="a + b = 5"), {"text": "text"}),
-        Case(ch, "parse_formula", PA.parse_formula, lambda: dict(text="a + b = 5", variables=("a", "b"),
-                                                                 domain="real"), {"text": "text", "variables": "seq"},
-             skip=("variables:empty",)),  # then the text's names are unknown: "cannot parse formula"
-        Case(ch, "parse_steps", PA.parse_steps, lambda: dict(text=gold), {"text": "text"}),
-        Case(ch, "join_steps", PA.join_steps, lambda: dict(steps=list(steps)), {"steps": "seq"},
-             skip=("steps:empty",)),
+        Case(
+            ch,
+            "NeuralProposer",
+            PA.NeuralProposer,
+            lambda: dict(model=model, vocab=vocab, temperature=0.6, seed=0, pool=2),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "tokenize",
+            PA.tokenize,
+            lambda: dict(text="a + b = 5"),
+            {"text": "text"},
+        ),
+        Case(
+            ch,
+            "parse_formula",
+            PA.parse_formula,
+            lambda: dict(text="a + b = 5", variables=("a", "b"), domain="real"),
+            {"text": "text", "variables": "seq"},
+            skip=("variables:empty",),
+        ),  # then the text's names are unknown: "cannot parse formula"
+        Case(
+            ch, "parse_steps", PA.parse_steps, lambda: dict(text=gold), {"text": "text"}
+        ),
+        Case(
+            ch,
+            "join_steps",
+            PA.join_steps,
+            lambda: dict(steps=list(steps)),
+            {"steps": "seq"},
+            skip=("steps:empty",),
+        ),
         Case(ch, "initial_state", PA.initial_state, lambda: dict(stmt=stmt)),
-        Case(ch, "run_step", PA.run_step, lambda: dict(state=PA.initial_state(stmt), step="proof", stmt=stmt,
-                                                       prover=prover),
-             {"step": "text", "prover": "callable"}),
-        Case(ch, "z3_prove", PA.z3_prove, lambda: dict(hyps=[f], goal=f, variables=("a", "b"), domain="real",
-                                                       rlimit=1000, linear=False, nlsat=False),
-             {"hyps": "seq", "variables": "seq"}, skip=("hyps:empty", "variables:empty")),
-        Case(ch, "sample_theorem", PA.sample_theorem, lambda: dict(family="vieta", rng=random.Random(0))),
-        Case(ch, "make_problems", PA.make_problems, lambda: dict(n=2, seed=0, prover=prover),
-             {"seed": "nonneg", "prover": "callable"}),
-        Case(ch, "claim_examples", PA.claim_examples, lambda: dict(stmt=stmt, gold=gold, prover=prover),
-             {"gold": "text", "prover": "callable"}),
-        Case(ch, "encode_pair", PA.encode_pair, lambda: dict(stmt=stmt, proof=gold), {"proof": "text"}),
-        Case(ch, "decode_proof", PA.decode_proof, lambda: dict(tokens=["proof", "<nl>", "qed", "<eos>"]),
-             {"tokens": "seq"}, skip=("tokens:empty",)),
-        Case(ch, "build_vocab", PA.build_vocab, lambda: dict(statements=[stmt], proofs=[gold]),
-             {"statements": "seq", "proofs": "seq"}, skip=("proofs:empty",)),
-        Case(ch, "training_tensors", PA.training_tensors, lambda: dict(pairs=list(pairs), vocab=vocab, block_size=200)),
-        Case(ch, "train_proposer", PA.train_proposer,
-             lambda: dict(pairs=list(pairs), vocab=vocab, steps=1, block_size=200, d_model=16, n_layer=1, batch_size=1,
-                          lr=1e-3, seed=0), {"seed": "nonneg"}),
-        Case(ch, "sample_proofs", PA.sample_proofs,
-             lambda: dict(model=model, vocab=vocab, stmt=stmt, n=1, temperature=0.6,
-                          generator=torch.Generator().manual_seed(0), max_new=4)),
-        Case(ch, "corrupt", PA.corrupt, lambda: dict(gold=gold, rate=0.3, rng=random.Random(0)),
-             {"rate": "prob", "gold": "text"}),
-        Case(ch, "replay", PA.replay, lambda: dict(stmt=stmt, steps=list(steps), prover=prover),
-             {"steps": "seq", "prover": "callable"}, skip=("steps:empty",)),
-        Case(ch, "check_proof", PA.check_proof, lambda: dict(stmt=stmt, text=gold, prover=prover),
-             {"text": "text", "prover": "callable"}),
-        Case(ch, "blocks_of", PA.blocks_of, lambda: dict(steps=list(steps)), {"steps": "seq"},
-             skip=("steps:empty",)),
-        Case(ch, "semi_proof", PA.semi_proof, lambda: dict(stmt=stmt, text=gold, prover=prover, events=None),
-             {"text": "text", "prover": "callable"}),
-        Case(ch, "proof_aug", PA.proof_aug, lambda: dict(stmt=stmt, text=gold, prover=prover, propose=None,
-                                                         trace=False), {"text": "text", "prover": "callable"}),
-        Case(ch, "dsp", PA.dsp, lambda: dict(stmt=stmt, text=gold, prover=prover), {"text": "text",
-                                                                                    "prover": "callable"}),
-        Case(ch, "hammer_only", PA.hammer_only, lambda: dict(stmt=stmt, prover=prover), {"prover": "callable"}),
-        Case(ch, "budget_curve", PA.budget_curve,
-             lambda: dict(success=np.array([[True, False]]), cost=np.array([[1.0, 1.0]]), budgets=[1, 2]),
-             {"success": "obj", "cost": "obj", "budgets": "seq_pos"}),
-        Case(ch, "run_methods", PA.run_methods, lambda: dict(problem=prob, proposals=[gold], prover=prover,
-                                                             proposer=None),
-             {"problem": "obj", "proposals": "seq", "prover": "callable"}, skip=("proposals:empty",)),
-        Case(ch, "setup", PA.setup, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"}, baseline=False),
-        Case(ch, "main_experiment", PA.main_experiment, lambda: dict(cfg=TINY, env={}), {"cfg": "obj", "env": "obj"},
-             baseline=False),
-        Case(ch, "ablation", PA.ablation, lambda: dict(cfg=TINY, env={"prover": prover, "test": [prob]}),
-             {"cfg": "obj", "env": "obj"}),
-        Case(ch, "run_experiment", PA.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
+        Case(
+            ch,
+            "run_step",
+            PA.run_step,
+            lambda: dict(
+                state=PA.initial_state(stmt), step="proof", stmt=stmt, prover=prover
+            ),
+            {"step": "text", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "z3_prove",
+            PA.z3_prove,
+            lambda: dict(
+                hyps=[f],
+                goal=f,
+                variables=("a", "b"),
+                domain="real",
+                rlimit=1000,
+                linear=False,
+                nlsat=False,
+            ),
+            {"hyps": "seq", "variables": "seq"},
+            skip=("hyps:empty", "variables:empty"),
+        ),
+        Case(
+            ch,
+            "sample_theorem",
+            PA.sample_theorem,
+            lambda: dict(family="vieta", rng=random.Random(0)),
+        ),
+        Case(
+            ch,
+            "make_problems",
+            PA.make_problems,
+            lambda: dict(n=2, seed=0, prover=prover),
+            {"seed": "nonneg", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "claim_examples",
+            PA.claim_examples,
+            lambda: dict(stmt=stmt, gold=gold, prover=prover),
+            {"gold": "text", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "encode_pair",
+            PA.encode_pair,
+            lambda: dict(stmt=stmt, proof=gold),
+            {"proof": "text"},
+        ),
+        Case(
+            ch,
+            "decode_proof",
+            PA.decode_proof,
+            lambda: dict(tokens=["proof", "<nl>", "qed", "<eos>"]),
+            {"tokens": "seq"},
+            skip=("tokens:empty",),
+        ),
+        Case(
+            ch,
+            "build_vocab",
+            PA.build_vocab,
+            lambda: dict(statements=[stmt], proofs=[gold]),
+            {"statements": "seq", "proofs": "seq"},
+            skip=("proofs:empty",),
+        ),
+        Case(
+            ch,
+            "training_tensors",
+            PA.training_tensors,
+            lambda: dict(pairs=list(pairs), vocab=vocab, block_size=200),
+        ),
+        Case(
+            ch,
+            "train_proposer",
+            PA.train_proposer,
+            lambda: dict(
+                pairs=list(pairs),
+                vocab=vocab,
+                steps=1,
+                block_size=200,
+                d_model=16,
+                n_layer=1,
+                batch_size=1,
+                lr=1e-3,
+                seed=0,
+            ),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "sample_proofs",
+            PA.sample_proofs,
+            lambda: dict(
+                model=model,
+                vocab=vocab,
+                stmt=stmt,
+                n=1,
+                temperature=0.6,
+                generator=torch.Generator().manual_seed(0),
+                max_new=4,
+            ),
+        ),
+        Case(
+            ch,
+            "corrupt",
+            PA.corrupt,
+            lambda: dict(gold=gold, rate=0.3, rng=random.Random(0)),
+            {"rate": "prob", "gold": "text"},
+        ),
+        Case(
+            ch,
+            "replay",
+            PA.replay,
+            lambda: dict(stmt=stmt, steps=list(steps), prover=prover),
+            {"steps": "seq", "prover": "callable"},
+            skip=("steps:empty",),
+        ),
+        Case(
+            ch,
+            "check_proof",
+            PA.check_proof,
+            lambda: dict(stmt=stmt, text=gold, prover=prover),
+            {"text": "text", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "blocks_of",
+            PA.blocks_of,
+            lambda: dict(steps=list(steps)),
+            {"steps": "seq"},
+            skip=("steps:empty",),
+        ),
+        Case(
+            ch,
+            "semi_proof",
+            PA.semi_proof,
+            lambda: dict(stmt=stmt, text=gold, prover=prover, events=None),
+            {"text": "text", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "proof_aug",
+            PA.proof_aug,
+            lambda: dict(
+                stmt=stmt, text=gold, prover=prover, propose=None, trace=False
+            ),
+            {"text": "text", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "dsp",
+            PA.dsp,
+            lambda: dict(stmt=stmt, text=gold, prover=prover),
+            {"text": "text", "prover": "callable"},
+        ),
+        Case(
+            ch,
+            "hammer_only",
+            PA.hammer_only,
+            lambda: dict(stmt=stmt, prover=prover),
+            {"prover": "callable"},
+        ),
+        Case(
+            ch,
+            "budget_curve",
+            PA.budget_curve,
+            lambda: dict(
+                success=np.array([[True, False]]),
+                cost=np.array([[1.0, 1.0]]),
+                budgets=[1, 2],
+            ),
+            {"success": "obj", "cost": "obj", "budgets": "seq_pos"},
+        ),
+        Case(
+            ch,
+            "run_methods",
+            PA.run_methods,
+            lambda: dict(problem=prob, proposals=[gold], prover=prover, proposer=None),
+            {"problem": "obj", "proposals": "seq", "prover": "callable"},
+            skip=("proposals:empty",),
+        ),
+        Case(
+            ch,
+            "setup",
+            PA.setup,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "main_experiment",
+            PA.main_experiment,
+            lambda: dict(cfg=TINY, env={}),
+            {"cfg": "obj", "env": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "ablation",
+            PA.ablation,
+            lambda: dict(cfg=TINY, env={"prover": prover, "test": [prob]}),
+            {"cfg": "obj", "env": "obj"},
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            PA.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
     ]
 
 
 def _cases_scmoe():
     from lib import scmoe as SC
+
     ch = "scmoe"
     gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     logits = torch.randn(8, 4, generator=gen())
@@ -1007,98 +2873,348 @@ def _cases_scmoe():
     xx = torch.randn(8, 6, generator=gen())
     buf = SC.dispatch(xx, r, 4)
     ex = SC.Experts(4, 6, 12)
-    w = lambda: (ex.w1.detach().clone(), ex.b1.detach().clone(), ex.w2.detach().clone(), ex.b2.detach().clone())  # noqa: E731
+    w = lambda: (
+        ex.w1.detach().clone(),
+        ex.b1.detach().clone(),
+        ex.w2.detach().clone(),
+        ex.b2.detach().clone(),
+    )  # noqa: E731
     model = SC.MoEGPT(10, 8, "scmoe", 1, 8, 2, 2)
     base = {"attn": 1.0, "ffn": 2.0, "gate1": 0.1, "gate2": 0.1}
     c = SC.components(base, 0.3)
-    TINY = dataclasses.replace(SC.SMOKE, seeds=(0,), block=8, d_model=8, n_head=2, steps=1, batch=2, val_windows=2)
+    TINY = dataclasses.replace(
+        SC.SMOKE,
+        seeds=(0,),
+        block=8,
+        d_model=8,
+        n_head=2,
+        steps=1,
+        batch=2,
+        val_windows=2,
+    )
     spec = SC.speed_spec(TINY, "gloo")
     ids = torch.arange(40) % 7
-    data = {"vocab": SC.char_vocab("abcdefg"), "train": SC.make_windows(ids, 8), "val": SC.make_windows(ids, 8)}
+    data = {
+        "vocab": SC.char_vocab("abcdefg"),
+        "train": SC.make_windows(ids, 8),
+        "val": SC.make_windows(ids, 8),
+    }
     meas = {"components_ms": dict(c), "runs": [{"a2a1": 0.5, "a2a2": 1.0}]}
-    cfg_kinds = {"seed": "nonneg", "seeds": "seq_nonneg", "aux_weight": "nonnegf", "sp_rhos": "seq_prob",
-                 "timeout_s": "pos"}
+    cfg_kinds = {
+        "seed": "nonneg",
+        "seeds": "seq_nonneg",
+        "aux_weight": "nonnegf",
+        "sp_rhos": "seq_prob",
+        "timeout_s": "pos",
+    }
     return [
-        config_case(ch, SC.Config, SC.SMOKE, cfg_kinds, skip=("sp_rhos:element_below",)),
-        Case(ch, "capacity", SC.capacity, lambda: dict(n_tokens=8, n_experts=4, k=1, capacity_factor=1.0)),
-        Case(ch, "route", SC.route, lambda: dict(logits=logits.clone(), k=1, capacity_factor=1.0)),
-        Case(ch, "load_balance_loss", SC.load_balance_loss,
-             lambda: dict(probs=r.probs.clone(), first_choice=r.expert[0].clone()), {"first_choice": "index"}),
-        Case(ch, "dispatch", SC.dispatch, lambda: dict(x=xx.clone(), r=r, n_experts=4), {"r": "obj"}),
+        config_case(
+            ch, SC.Config, SC.SMOKE, cfg_kinds, skip=("sp_rhos:element_below",)
+        ),
+        Case(
+            ch,
+            "capacity",
+            SC.capacity,
+            lambda: dict(n_tokens=8, n_experts=4, k=1, capacity_factor=1.0),
+        ),
+        Case(
+            ch,
+            "route",
+            SC.route,
+            lambda: dict(logits=logits.clone(), k=1, capacity_factor=1.0),
+        ),
+        Case(
+            ch,
+            "load_balance_loss",
+            SC.load_balance_loss,
+            lambda: dict(probs=r.probs.clone(), first_choice=r.expert[0].clone()),
+            {"first_choice": "index"},
+        ),
+        Case(
+            ch,
+            "dispatch",
+            SC.dispatch,
+            lambda: dict(x=xx.clone(), r=r, n_experts=4),
+            {"r": "obj"},
+        ),
         Case(ch, "combine", SC.combine, lambda: dict(y=buf.clone(), r=r), {"r": "obj"}),
-        Case(ch, "expert_ffn", SC.expert_ffn, lambda: dict(zip(("buf", "w1", "b1", "w2", "b2"), (buf.clone(), *w())))),
+        Case(
+            ch,
+            "expert_ffn",
+            SC.expert_ffn,
+            lambda: dict(zip(("buf", "w1", "b1", "w2", "b2"), (buf.clone(), *w()))),
+        ),
         Case(ch, "Experts", SC.Experts, lambda: dict(n_experts=2, d_model=4, hidden=8)),
-        Case(ch, "MoE", SC.MoE, lambda: dict(d_model=4, n_experts=2, k=1, capacity_factor=1.25, hidden=8)),
-        Case(ch, "BlockPair", SC.BlockPair, lambda: dict(d_model=8, n_head=2, variant="scmoe", n_experts=2,
-                                                         capacity_factor=1.25, mlp_mult=2)),
-        Case(ch, "MoEGPT", SC.MoEGPT, lambda: dict(vocab_size=10, block_size=8, variant="top1", n_pairs=1, d_model=8,
-                                                   n_head=2, n_experts=2, capacity_factor=1.25, aux_weight=0.01),
-             {"aux_weight": "nonnegf"}),
+        Case(
+            ch,
+            "MoE",
+            SC.MoE,
+            lambda: dict(d_model=4, n_experts=2, k=1, capacity_factor=1.25, hidden=8),
+        ),
+        Case(
+            ch,
+            "BlockPair",
+            SC.BlockPair,
+            lambda: dict(
+                d_model=8,
+                n_head=2,
+                variant="scmoe",
+                n_experts=2,
+                capacity_factor=1.25,
+                mlp_mult=2,
+            ),
+        ),
+        Case(
+            ch,
+            "MoEGPT",
+            SC.MoEGPT,
+            lambda: dict(
+                vocab_size=10,
+                block_size=8,
+                variant="top1",
+                n_pairs=1,
+                d_model=8,
+                n_head=2,
+                n_experts=2,
+                capacity_factor=1.25,
+                aux_weight=0.01,
+            ),
+            {"aux_weight": "nonnegf"},
+        ),
         Case(ch, "active_ffn_params", SC.active_ffn_params, lambda: dict(model=model)),
-        Case(ch, "bits_per_char", SC.bits_per_char, lambda: dict(model=model, inputs=ids[:16].view(2, 8).clone(),
-                                                                 targets=ids[1:17].view(2, 8).clone(), batch_size=2),
-             {"inputs": "index", "targets": "index"}),
-        Case(ch, "char_vocab", SC.char_vocab, lambda: dict(text="abc"), {"text": "text"}),
+        Case(
+            ch,
+            "bits_per_char",
+            SC.bits_per_char,
+            lambda: dict(
+                model=model,
+                inputs=ids[:16].view(2, 8).clone(),
+                targets=ids[1:17].view(2, 8).clone(),
+                batch_size=2,
+            ),
+            {"inputs": "index", "targets": "index"},
+        ),
+        Case(
+            ch, "char_vocab", SC.char_vocab, lambda: dict(text="abc"), {"text": "text"}
+        ),
         Case(ch, "load_corpus", SC.load_corpus, lambda: {}),
-        Case(ch, "make_windows", SC.make_windows, lambda: dict(ids=ids.clone(), block=8)),
+        Case(
+            ch, "make_windows", SC.make_windows, lambda: dict(ids=ids.clone(), block=8)
+        ),
         Case(ch, "Link", SC.Link, lambda: dict(bandwidth=1e9)),
-        Case(ch, "launch", SC.launch, lambda: dict(fn=SC.free_port, world_size=2, args=(), timeout_s=60.0,
-                                                   backend="gloo"), skip=("args",), baseline=False),
+        Case(
+            ch,
+            "launch",
+            SC.launch,
+            lambda: dict(
+                fn=SC.free_port, world_size=2, args=(), timeout_s=60.0, backend="gloo"
+            ),
+            skip=("args",),
+            baseline=False,
+        ),
         Case(ch, "free_port", SC.free_port, lambda: {}),
         Case(ch, "pick_backend", SC.pick_backend, lambda: dict(world_size=2)),
-        Case(ch, "ep_moe", SC.ep_moe, lambda: dict(x=xx.clone(), router_w=torch.randn(4, 6), local=w(), k=1,
-                                                   capacity_factor=1.0, link=SC.Link()),
-             {"local": "seq", "link": "obj"}, baseline=False),
-        Case(ch, "ep_check_worker", SC.ep_check_worker,
-             lambda: dict(rank=0, world_size=2, dev=torch.device("cpu"), n_tokens=8, d_model=4, n_experts=4, k=1,
-                          capacity_factor=1.0, seed=0), {"rank": "nonneg", "seed": "nonneg"}, skip=("dev",),
-             baseline=False),
-        Case(ch, "speed_worker", SC.speed_worker, lambda: dict(rank=0, world_size=2, dev=torch.device("cpu"),
-                                                               spec=dict(spec)),
-             {"rank": "nonneg", "spec": "obj"}, skip=("dev",), baseline=False),
-        Case(ch, "measure_speed", SC.measure_speed, lambda: dict(spec=dict(spec), world_size=2, timeout_s=60.0),
-             {"spec": "obj"}, baseline=False),
-        Case(ch, "flop_components", SC.flop_components, lambda: dict(d_model=64, seq=32, mlp_mult=4, n_experts=4)),
-        Case(ch, "program", SC.program, lambda: dict(schedule="scmoe_overlap", c=dict(c)), {"c": "obj"}),
-        Case(ch, "simulate", SC.simulate, lambda: dict(steps=SC.program("top2", c)), {"steps": "seq"},
-             skip=("steps:empty",)),
-        Case(ch, "components", SC.components, lambda: dict(base=dict(base), rho=0.3, n_experts=8, capacity_factor=1.0),
-             {"base": "obj", "rho": "prob"}, skip=("rho:below",) if False else ()),
-        Case(ch, "step_time", SC.step_time, lambda: dict(schedule="top2", c=dict(c), training=False), {"c": "obj"}),
-        Case(ch, "speedup_curve", SC.speedup_curve,
-             lambda: dict(base=dict(base), rhos=[0.1, 0.5], baseline="top2", schedule="scmoe_overlap", n_experts=8,
-                          capacity_factor=1.0, training=False), {"base": "obj", "rhos": "seq_prob"},
-             skip=("rhos:empty",)),
-        Case(ch, "corpus_splits", SC.corpus_splits, lambda: dict(block=8, val_windows=2)),
-        Case(ch, "train_variant", SC.train_variant, lambda: dict(variant="top1", cfg=TINY, data=data, seed=0,
-                                                                 device="cpu"),
-             {"cfg": "obj", "data": "obj", "seed": "nonneg"}),
-        Case(ch, "quality_experiment", SC.quality_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
-        Case(ch, "speed_spec", SC.speed_spec, lambda: dict(cfg=TINY, backend="gloo"), {"cfg": "obj"}),
-        Case(ch, "speed_experiment", SC.speed_experiment, lambda: dict(cfg=TINY), {"cfg": "obj"}, baseline=False),
-        Case(ch, "predict_measured", SC.predict_measured, lambda: dict(meas=meas), {"meas": "obj"}),
-        Case(ch, "run_experiment", SC.run_experiment, lambda: dict(cfg=TINY, device="cpu"), {"cfg": "obj"},
-             baseline=False),
+        Case(
+            ch,
+            "ep_moe",
+            SC.ep_moe,
+            lambda: dict(
+                x=xx.clone(),
+                router_w=torch.randn(4, 6),
+                local=w(),
+                k=1,
+                capacity_factor=1.0,
+                link=SC.Link(),
+            ),
+            {"local": "seq", "link": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "ep_check_worker",
+            SC.ep_check_worker,
+            lambda: dict(
+                rank=0,
+                world_size=2,
+                dev=torch.device("cpu"),
+                n_tokens=8,
+                d_model=4,
+                n_experts=4,
+                k=1,
+                capacity_factor=1.0,
+                seed=0,
+            ),
+            {"rank": "nonneg", "seed": "nonneg"},
+            skip=("dev",),
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "speed_worker",
+            SC.speed_worker,
+            lambda: dict(
+                rank=0, world_size=2, dev=torch.device("cpu"), spec=dict(spec)
+            ),
+            {"rank": "nonneg", "spec": "obj"},
+            skip=("dev",),
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_speed",
+            SC.measure_speed,
+            lambda: dict(spec=dict(spec), world_size=2, timeout_s=60.0),
+            {"spec": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "flop_components",
+            SC.flop_components,
+            lambda: dict(d_model=64, seq=32, mlp_mult=4, n_experts=4),
+        ),
+        Case(
+            ch,
+            "program",
+            SC.program,
+            lambda: dict(schedule="scmoe_overlap", c=dict(c)),
+            {"c": "obj"},
+        ),
+        Case(
+            ch,
+            "simulate",
+            SC.simulate,
+            lambda: dict(steps=SC.program("top2", c)),
+            {"steps": "seq"},
+            skip=("steps:empty",),
+        ),
+        Case(
+            ch,
+            "components",
+            SC.components,
+            lambda: dict(base=dict(base), rho=0.3, n_experts=8, capacity_factor=1.0),
+            {"base": "obj", "rho": "prob"},
+            skip=("rho:below",) if False else (),
+        ),
+        Case(
+            ch,
+            "step_time",
+            SC.step_time,
+            lambda: dict(schedule="top2", c=dict(c), training=False),
+            {"c": "obj"},
+        ),
+        Case(
+            ch,
+            "speedup_curve",
+            SC.speedup_curve,
+            lambda: dict(
+                base=dict(base),
+                rhos=[0.1, 0.5],
+                baseline="top2",
+                schedule="scmoe_overlap",
+                n_experts=8,
+                capacity_factor=1.0,
+                training=False,
+            ),
+            {"base": "obj", "rhos": "seq_prob"},
+            skip=("rhos:empty",),
+        ),
+        Case(
+            ch, "corpus_splits", SC.corpus_splits, lambda: dict(block=8, val_windows=2)
+        ),
+        Case(
+            ch,
+            "train_variant",
+            SC.train_variant,
+            lambda: dict(variant="top1", cfg=TINY, data=data, seed=0, device="cpu"),
+            {"cfg": "obj", "data": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "quality_experiment",
+            SC.quality_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "speed_spec",
+            SC.speed_spec,
+            lambda: dict(cfg=TINY, backend="gloo"),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "speed_experiment",
+            SC.speed_experiment,
+            lambda: dict(cfg=TINY),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "predict_measured",
+            SC.predict_measured,
+            lambda: dict(meas=meas),
+            {"meas": "obj"},
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            SC.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
     ]
 
 
-# --- the expected outcome ---------------------------------------------------------------------------
+# --- the expected outcome -------------------------------------------------------------
 
-#: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value that is in fact valid.
+#: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value
+# that is in fact valid.
 ALLOWED: dict = {
-    # +inf in a log-statistic is a martingale that has grown without bound (and -inf one that lost all its
-    # capital): an alarm at that step (or none) is the right answer, unlike NaN, which is rejected.
+    # +inf in a log-statistic is a martingale that has grown without bound (and -inf one
+    # that lost all its capital): an alarm at that step (or none) is the right answer,
+    # unlike NaN, which is rejected.
     ("wctm", "shiryaev_roberts", "log_m", "inf"): "log M = +inf is a valid extreme",
     ("wctm", "cusum", "log_m", "inf"): "log M = +inf is a valid extreme",
-    ("wctm", "first_alarm", "log_stat", "inf"): "a statistic past every threshold alarms",
-    # Summaries of trained models: a member that diverged has NaN / inf samples, and its error (or its
-    # method's average) is then reported as NaN / inf -- visible, never read as a small error.
-    ("consistency_gc", "map_error", "samples", "nan"): "a diverged member's error is NaN",
-    ("consistency_gc", "map_error", "samples", "inf"): "a diverged member's error is inf",
-    ("consistency_gc", "by_method", "values", "nan"): "the average of a diverged member is NaN",
-    ("consistency_gc", "by_method", "values", "inf"): "the average of a diverged member is inf",
-    # AUROC and FPR95 only rank the scores: ±inf is ordered like any number (NaN, which is not, raises).
+    (
+        "wctm",
+        "first_alarm",
+        "log_stat",
+        "inf",
+    ): "a statistic past every threshold alarms",
+    # Summaries of trained models: a member that diverged has NaN / inf samples, and its
+    # error (or its method's average) is then reported as NaN / inf -- visible, never
+    # read as a small error.
+    (
+        "consistency_gc",
+        "map_error",
+        "samples",
+        "nan",
+    ): "a diverged member's error is NaN",
+    (
+        "consistency_gc",
+        "map_error",
+        "samples",
+        "inf",
+    ): "a diverged member's error is inf",
+    (
+        "consistency_gc",
+        "by_method",
+        "values",
+        "nan",
+    ): "the average of a diverged member is NaN",
+    (
+        "consistency_gc",
+        "by_method",
+        "values",
+        "inf",
+    ): "the average of a diverged member is inf",
+    # AUROC and FPR95 only rank the scores: ±inf is ordered like any number (NaN, which
+    # is not, raises).
     ("ood_shaping", "auroc", "score_id", "inf"): "ranks are defined",
     ("ood_shaping", "auroc", "score_ood", "inf"): "ranks are defined",
     ("ood_shaping", "fpr_at_95_tpr", "score_id", "inf"): "ranks are defined",
@@ -1124,20 +3240,32 @@ def counts(rows) -> dict:
 
 #: public callables that are records the library builds (outputs, not inputs): not swept
 NOT_SWEPT = {
-    "brokerage": {"Market"}, "diffusion_maps": {"DiffusionMap"}, "ood_shaping": {"SeedRun"},
-    "self_inf_n": {"World"}, "proofaug": {"ProofState", "Problem", "Outcome"}, "scmoe": {"Routing"},
+    "brokerage": {"Market"},
+    "diffusion_maps": {"DiffusionMap"},
+    "ood_shaping": {"SeedRun"},
+    "self_inf_n": {"World"},
+    "proofaug": {"ProofState", "Problem", "Outcome"},
+    "scmoe": {"Routing"},
 }
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_public_callable_is_swept(chapter):
-    """Each callable of ``lib.<slug>.__all__`` has a case (or is a record listed in :data:`NOT_SWEPT`)."""
+    """Each callable of ``lib.<slug>.__all__`` has a case (or is a record listed in
+    :data:`NOT_SWEPT`)."""
     import importlib
+
     mod = importlib.import_module(f"lib.{chapter}")
-    public = {n for n in mod.__all__ if callable(getattr(mod, n)) and not isinstance(getattr(mod, n), dict)}
+    public = {
+        n
+        for n in mod.__all__
+        if callable(getattr(mod, n)) and not isinstance(getattr(mod, n), dict)
+    }
     swept = {c.name for c in cases(chapter)}
     missing = public - swept - NOT_SWEPT.get(chapter, set())
-    assert not missing, f"lib.{chapter}: public callables without a bad-input case: {sorted(missing)}"
+    assert not missing, (
+        f"lib.{chapter}: public callables without a bad-input case: {sorted(missing)}"
+    )
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -1152,16 +3280,28 @@ def test_baselines_are_valid(chapter):
 def test_bad_input_is_rejected_clearly(chapter):
     """No unclear error, no silent result (outside :data:`ALLOWED`), no hang."""
     rows = sweep(chapter)
-    bad = [r for r in rows if r[3] != "clear" and (chapter, r[0], r[1], r[2]) not in ALLOWED]
-    assert not bad, f"{len(bad)} of {len(rows)} bad inputs not rejected clearly:\n" + \
-        "\n".join(f"  {c}({a}={label}): {o} — {d}" for c, a, label, o, d in bad[:60])
+    bad = [
+        r
+        for r in rows
+        if r[3] != "clear" and (chapter, r[0], r[1], r[2]) not in ALLOWED
+    ]
+    assert not bad, (
+        f"{len(bad)} of {len(rows)} bad inputs not rejected clearly:\n"
+        + "\n".join(f"  {c}({a}={label}): {o} — {d}" for c, a, label, o, d in bad[:60])
+    )
 
 
 def test_shared_checks():
     """The helpers of :mod:`lib.common.checks` the chapters use at their boundaries."""
     from lib.common import checks as C
+
     assert C.check_finite("x", -2) == -2.0
-    for bad, exc in ((float("nan"), ValueError), (float("inf"), ValueError), ("1", TypeError), (True, TypeError)):
+    for bad, exc in (
+        (float("nan"), ValueError),
+        (float("inf"), ValueError),
+        ("1", TypeError),
+        (True, TypeError),
+    ):
         with pytest.raises(exc, match="^x: "):
             C.check_finite("x", bad)
     assert C.check_nonnegative("x", 0) == 0.0
@@ -1188,7 +3328,7 @@ def test_shared_checks():
     with pytest.raises(TypeError, match="^flag: expected True or False"):
         C.check_bool("flag", "yes")
     x = torch.tensor([1.0, float("nan")])
-    assert C.check_tensor("x", x) is x                     # values are read only when asked
+    assert C.check_tensor("x", x) is x  # values are read only when asked
     with pytest.raises(ValueError, match="^x: expected finite values, got NaN"):
         C.check_tensor("x", x, finite=True)
     with pytest.raises(ValueError, match="^x: expected finite values, got inf"):
@@ -1220,9 +3360,18 @@ if __name__ == "__main__":
         rows = sweep(ch)
         c = counts(rows)
         total.update(c)
-        print(f"{ch:16s} " + " ".join(f"{c[o]:8d}" for o in OUTCOMES) + f"  {len(rows):7d}", flush=True)
+        print(
+            f"{ch:16s} "
+            + " ".join(f"{c[o]:8d}" for o in OUTCOMES)
+            + f"  {len(rows):7d}",
+            flush=True,
+        )
         if verbose:
             for r in rows:
                 if r[3] != "clear":
                     print(f"    {r[3]:8s} {r[0]}({r[1]}={r[2]}): {r[4]}")
-    print(f"{'total':16s} " + " ".join(f"{total[o]:8d}" for o in OUTCOMES) + f"  {sum(total.values()):7d}")
+    print(
+        f"{'total':16s} "
+        + " ".join(f"{total[o]:8d}" for o in OUTCOMES)
+        + f"  {sum(total.values()):7d}"
+    )

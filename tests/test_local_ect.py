@@ -1,5 +1,6 @@
-"""Unit tests of lib.local_ect: known answers, naive references, the PyPI ``ect`` package as an
-exact reference, invariants, bad inputs and CPU/CUDA parity."""
+"""Unit tests of lib.local_ect: known answers, naive references, the PyPI ``ect``
+package as an exact reference, invariants, bad inputs and CPU/CUDA parity."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,17 +35,28 @@ def test_triangle_and_path_by_hand():
     tri = torch.tensor([[0, 0, 1], [1, 2, 2]])
     v = torch.tensor([[1.0], [0.0]])  # ω = e1: heights 0, 1, 0
     t = torch.tensor([-0.5, 0.5, 1.5])
-    # t=-0.5: empty; t=0.5: vertices 0, 2 and the edge (0, 2) -> 1; t=1.5: 3 - 3 = 0 (a cycle)
+    # t=-0.5: empty; t=0.5: vertices 0, 2 and the edge (0, 2) -> 1; t=1.5: 3 - 3 = 0 (a
+    # cycle)
     assert le.ect(x, v, t, edge_index=tri)[0, :, 0].tolist() == [0.0, 1.0, 0.0]
-    assert le.ect(x, v, t)[0, :, 0].tolist() == [0.0, 2.0, 3.0]  # points: vertices below t
+    assert le.ect(x, v, t)[0, :, 0].tolist() == [
+        0.0,
+        2.0,
+        3.0,
+    ]  # points: vertices below t
     path = torch.tensor([[0, 1], [1, 2]])  # 2 - 0 - 1 ... edges (0, 1), (1, 2)
-    assert le.ect(x, v, t, edge_index=path)[0, :, 0].tolist() == [0.0, 2.0, 1.0]  # 2 vertices, no edge; a tree
+    assert le.ect(x, v, t, edge_index=path)[0, :, 0].tolist() == [
+        0.0,
+        2.0,
+        1.0,
+    ]  # 2 vertices, no edge; a tree
 
 
 def test_top_threshold_gives_euler_characteristic_of_the_graph():
     x, e = _random_graph(15, 0.3)
     v = le.random_directions(2, 7, generator=_gen(1), dtype=torch.float64)
-    t = le.thresholds(9, 2.0, dtype=torch.float64)  # the last threshold is above every height
+    t = le.thresholds(
+        9, 2.0, dtype=torch.float64
+    )  # the last threshold is above every height
     out = le.ect(x, v, t, edge_index=e)
     assert torch.all(out[0, -1] == 15 - e.shape[1])  # χ = V − E in every direction
     assert torch.all(out[0, 0] == 0)  # first threshold below every height
@@ -55,7 +67,9 @@ def test_directions_are_unit_and_circle_is_even():
     assert v.shape == (5, 11)
     assert torch.allclose(v.norm(dim=0), torch.ones(11))
     c = le.circle_directions(8, dtype=torch.float64)
-    assert torch.allclose(c[:, 2], torch.tensor([0.0, 1.0], dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(
+        c[:, 2], torch.tensor([0.0, 1.0], dtype=torch.float64), atol=1e-12
+    )
 
 
 # ---------------------------------------------------------------- naive references
@@ -63,7 +77,11 @@ def _naive_ect(x, v, t, edges=None, scale=None):
     """Directly eq. (1), one graph, loops over cells."""
     h = x @ v
     out = torch.zeros(t.numel(), v.shape[1], dtype=x.dtype)
-    f = (lambda z: (z >= 0).to(x.dtype)) if scale is None else (lambda z: torch.sigmoid(scale * z))
+    f = (
+        (lambda z: (z >= 0).to(x.dtype))
+        if scale is None
+        else (lambda z: torch.sigmoid(scale * z))
+    )
     for u in range(x.shape[0]):
         out += f(t[:, None] - h[u][None, :])
     if edges is not None:
@@ -109,7 +127,11 @@ def _naive_local_ect(x, edges, k, v, t, nodes, ect_type, normalize):
         members = sorted(ball)
         pos = {u: i for i, u in enumerate(members)}
         sub = [(pos[a], pos[b]) for a, b in edges.T.tolist() if a in ball and b in ball]
-        sub_e = torch.tensor(sub, dtype=torch.long).reshape(-1, 2).T if ect_type == "edges" else None
+        sub_e = (
+            torch.tensor(sub, dtype=torch.long).reshape(-1, 2).T
+            if ect_type == "edges"
+            else None
+        )
         img = _naive_ect(x[members], v, t, sub_e)
         if normalize and img.max() > 0:
             img = img / img.max()
@@ -126,7 +148,9 @@ def test_local_ect_matches_naive_per_node_loop(k, ect_type, normalize):
     v = le.random_directions(2, 6, generator=_gen(5), dtype=torch.float64)
     t = le.thresholds(8, dtype=torch.float64)
     nodes = torch.tensor([0, 3, 7, 24, 11])
-    out = le.local_ect(x, both, k, v, t, nodes=nodes, ect_type=ect_type, normalize=normalize)
+    out = le.local_ect(
+        x, both, k, v, t, nodes=nodes, ect_type=ect_type, normalize=normalize
+    )
     ref = _naive_local_ect(x, e, k, v, t, nodes, ect_type, normalize)
     assert torch.allclose(out, ref, atol=1e-12)
 
@@ -139,7 +163,11 @@ def test_ego_masks_and_mean_match_bfs():
     m = le.ego_masks(e, 30, 2).to_dense().numpy() > 0
     assert (m == reach).all()
     mean = le.ego_mean(x, e, 2)
-    ref = torch.from_numpy(reach.astype(float)) @ x / torch.from_numpy(reach.sum(1, keepdims=True).astype(float))
+    ref = (
+        torch.from_numpy(reach.astype(float))
+        @ x
+        / torch.from_numpy(reach.sum(1, keepdims=True).astype(float))
+    )
     assert torch.allclose(mean, ref, atol=1e-12)
 
 
@@ -151,7 +179,9 @@ def test_features_layout_and_normalisation():
     assert f.shape == (20, 2 * 5 * 4 + 2)
     assert torch.equal(f[:, -2:], x)
     img = f[:, :20]
-    assert torch.allclose(img.max(dim=1).values, torch.ones(20), atol=1e-6)  # max-normalised
+    assert torch.allclose(
+        img.max(dim=1).values, torch.ones(20), atol=1e-6
+    )  # max-normalised
 
 
 # ---------------------------------------------------------------- sigmoid -> exact
@@ -160,20 +190,33 @@ def test_sigmoid_form_converges_to_exact():
     v = le.random_directions(2, 16, generator=_gen(2), dtype=torch.float64)
     t = le.thresholds(32, dtype=torch.float64)
     exact = le.ect(x, v, t, edge_index=e)
-    errs = [float((le.ect(x, v, t, edge_index=e, scale=s) - exact).abs().mean()) for s in (10, 100, 1e3, 1e5)]
+    errs = [
+        float((le.ect(x, v, t, edge_index=e, scale=s) - exact).abs().mean())
+        for s in (10, 100, 1e3, 1e5)
+    ]
     assert all(a > b for a, b in zip(errs, errs[1:])), errs
     assert errs[-1] < 1e-4
-    # pointwise: every cell at distance >= δ from every threshold is off by at most σ(-s·δ)
+    # pointwise: every cell at distance >= δ from every threshold is off by at most
+    # σ(-s·δ)
     h = x @ v
     delta = float((t[:, None, None] - h[None]).abs().min())
-    bound = (x.shape[0] + e.shape[1]) * torch.sigmoid(torch.tensor(-1e7 * delta, dtype=torch.float64))
-    assert float((le.ect(x, v, t, edge_index=e, scale=1e7) - exact).abs().max()) <= float(bound) + 1e-12
+    bound = (x.shape[0] + e.shape[1]) * torch.sigmoid(
+        torch.tensor(-1e7 * delta, dtype=torch.float64)
+    )
+    assert (
+        float((le.ect(x, v, t, edge_index=e, scale=1e7) - exact).abs().max())
+        <= float(bound) + 1e-12
+    )
 
 
-# ---------------------------------------------------------------- the PyPI `ect` package
+# ---------------------------------------------------------------- the PyPI `ect`
+# package
 def _reference_ect(x, edges, v, t):
-    ect_pkg = pytest.importorskip("ect", reason="the PyPI package `ect` (pip install -e '.[local_ect]') "
-                                                "is the exact reference")
+    ect_pkg = pytest.importorskip(
+        "ect",
+        reason="the PyPI package `ect` (pip install -e '.[local_ect]') "
+        "is the exact reference",
+    )
     g = ect_pkg.EmbeddedComplex()
     for i, p in enumerate(x.tolist()):
         g.add_node(i, p)
@@ -182,7 +225,9 @@ def _reference_ect(x, edges, v, t):
     dirs = ect_pkg.Directions.from_vectors(v.T.numpy())
     calc = ect_pkg.ECT(directions=dirs, thresholds=t.numpy())
     res = np.asarray(calc.calculate(g))  # (K, T)
-    return torch.from_numpy(res.T.astype(np.float64)), torch.from_numpy(dirs.vectors.T.copy())
+    return torch.from_numpy(res.T.astype(np.float64)), torch.from_numpy(
+        dirs.vectors.T.copy()
+    )
 
 
 @pytest.mark.parametrize("seed,d", [(0, 2), (1, 2), (2, 3)])
@@ -190,7 +235,9 @@ def test_exact_form_agrees_exactly_with_ect_package(seed, d):
     x, e = _random_graph(40, 0.1, d=d, seed=seed)
     v = le.random_directions(d, 24, generator=_gen(seed), dtype=torch.float64)
     t = le.thresholds(20, dtype=torch.float64)
-    ref, v_used = _reference_ect(x, e, v, t)  # the package renormalises the directions: use its copy
+    ref, v_used = _reference_ect(
+        x, e, v, t
+    )  # the package renormalises the directions: use its copy
     ours = le.ect(x, v_used, t, edge_index=e)[0]
     assert torch.equal(ours, ref)
 
@@ -200,21 +247,36 @@ def test_sigmoid_form_converges_to_ect_package():
     v = le.random_directions(2, 16, generator=_gen(9), dtype=torch.float64)
     t = le.thresholds(16, dtype=torch.float64)
     ref, v_used = _reference_ect(x, e, v, t)
-    errs = [float((le.ect(x, v_used, t, edge_index=e, scale=s)[0] - ref).abs().mean()) for s in (10, 100, 1e4)]
+    errs = [
+        float((le.ect(x, v_used, t, edge_index=e, scale=s)[0] - ref).abs().mean())
+        for s in (10, 100, 1e4)
+    ]
     assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-3, errs
 
 
 # ---------------------------------------------------------------- rotations
 def test_rotation_distance_recovers_grid_angles_exactly():
     g = _gen(0)
-    pts = torch.randn(50, 2, generator=g, dtype=torch.float64) * torch.tensor([0.4, 0.15], dtype=torch.float64)
+    pts = torch.randn(50, 2, generator=g, dtype=torch.float64) * torch.tensor(
+        [0.4, 0.15], dtype=torch.float64
+    )
     K = 32
-    v, t = le.circle_directions(K, dtype=torch.float64), le.thresholds(24, dtype=torch.float64)
+    v, t = (
+        le.circle_directions(K, dtype=torch.float64),
+        le.thresholds(24, dtype=torch.float64),
+    )
     for s in (0, 3, 17):
         a = 2 * math.pi * s / K
-        r = torch.tensor([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]], dtype=torch.float64)
-        d, est = le.rotation_distance_2d(le.ect(pts @ r.T, v, t)[0], le.ect(pts, v, t)[0])
-        assert abs(float(est) - a) < 1e-9 and float(d) < 1e-6 * 50  # ties at grid thresholds aside
+        r = torch.tensor(
+            [[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]],
+            dtype=torch.float64,
+        )
+        d, est = le.rotation_distance_2d(
+            le.ect(pts @ r.T, v, t)[0], le.ect(pts, v, t)[0]
+        )
+        assert (
+            abs(float(est) - a) < 1e-9 and float(d) < 1e-6 * 50
+        )  # ties at grid thresholds aside
 
 
 def test_rotation_recovery_within_pi_over_k():
@@ -229,11 +291,14 @@ def test_rotation_distance_any_dimension_finds_identity():
     rots = torch.stack([q, torch.eye(3, dtype=torch.float64), q.T])
     v = le.random_directions(3, 20, generator=_gen(3), dtype=torch.float64)
     t = le.thresholds(16, dtype=torch.float64)
-    d, i = le.rotation_distance(x @ q.T, x, rots, v, t)  # G = QH: the rotation Q matches
+    d, i = le.rotation_distance(
+        x @ q.T, x, rots, v, t
+    )  # G = QH: the rotation Q matches
     assert int(i) == 0 and float(d) == 0.0
 
 
-# ---------------------------------------------------------------- data, models, experiment
+# ---------------------------------------------------------------- data, models,
+# experiment
 def test_shape_graph_classes_have_equal_satellite_means():
     gr = le.shape_graph(40, num_satellites=6, generator=_gen(0))
     C = 40
@@ -262,20 +327,42 @@ def test_gnn_layers_shapes_and_attention_normalised():
 
 
 def test_experiment_returns_the_same_keys_at_any_size():
-    tiny = dataclasses.replace(le.SMOKE, num_seeds=2, num_centres=30, num_satellites=4, csbm_nodes=40,
-                               homophily=(0.2,), gbdt_iter=3, gnn_epochs=2, num_directions=4,
-                               num_thresholds=4, rot_trials=3, rot_points=20, rot_directions=8,
-                               rot_thresholds=8)
+    tiny = dataclasses.replace(
+        le.SMOKE,
+        num_seeds=2,
+        num_centres=30,
+        num_satellites=4,
+        csbm_nodes=40,
+        homophily=(0.2,),
+        gbdt_iter=3,
+        gnn_epochs=2,
+        num_directions=4,
+        num_thresholds=4,
+        rot_trials=3,
+        rot_points=20,
+        rot_directions=8,
+        rot_thresholds=8,
+    )
     r = le.run_experiment(tiny, "cpu")
     assert set(r) == {"shape", "csbm", "rotation"}
     assert set(r["shape"]) == set(le.METHODS)
     assert set(r["csbm"]["0.2"]) == set(le.METHODS) | {"edge_homophily"}
-    assert set(r["rotation"]) == {"directions", "trials", "bound", "max_error", "mean_error", "within_bound",
-                                  "within_bound_exact"}
+    assert set(r["rotation"]) == {
+        "directions",
+        "trials",
+        "bound",
+        "max_error",
+        "mean_error",
+        "within_bound",
+        "within_bound_exact",
+    }
 
 
 def test_full_path_imports_without_the_ect_package():
-    code = "import sys, lib.local_ect, lib.local_ect.__main__; assert 'ect' not in sys.modules"
+    code = (
+        "import sys, lib.local_ect, lib.local_ect.__main__; "
+        "assert 'ect' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -287,7 +374,9 @@ def test_bad_inputs_name_the_argument():
         le.ect(x, torch.rand(3, 3), t)
     with pytest.raises(TypeError, match="x: expected a torch.Tensor, got ndarray"):
         le.ect(x.numpy(), v, t)
-    with pytest.raises(TypeError, match="x: expected a floating-point tensor, got dtype torch.int64"):
+    with pytest.raises(
+        TypeError, match="x: expected a floating-point tensor, got dtype torch.int64"
+    ):
         le.ect(torch.ones(5, 2, dtype=torch.long), v, t)
     with pytest.raises(ValueError, match="t: expected strictly increasing"):
         le.ect(x, v, t.flip(0))
@@ -297,29 +386,46 @@ def test_bad_inputs_name_the_argument():
         le.ect(x, v, t, batch=torch.zeros(4, dtype=torch.long))
     with pytest.raises(ValueError, match="num_graphs: expected an int >= 3"):
         le.ect(x, v, t, batch=torch.tensor([0, 0, 1, 2, 2]), num_graphs=2)
-    with pytest.raises(ValueError, match=r"edge_index: expected node indices < 5, got 7"):
+    with pytest.raises(
+        ValueError, match=r"edge_index: expected node indices < 5, got 7"
+    ):
         le.ect(x, v, t, edge_index=torch.tensor([[0], [7]]))
     with pytest.raises(TypeError, match="edge_index: expected dtype torch.int64"):
         le.local_ect(x, torch.tensor([[0.0], [1.0]]), 1, v, t)
-    with pytest.raises(ValueError, match="ect_type: expected 'points' or 'edges', got 'faces'"):
+    with pytest.raises(
+        ValueError, match="ect_type: expected 'points' or 'edges', got 'faces'"
+    ):
         le.local_ect(x, torch.tensor([[0], [1]]), 1, v, t, ect_type="faces")
-    with pytest.raises(ValueError, match=r"nodes: expected indices in \[0, 5\), got values in \[0, 9\]"):
+    with pytest.raises(
+        ValueError, match=r"nodes: expected indices in \[0, 5\), got values in \[0, 9\]"
+    ):
         le.local_ect(x, torch.tensor([[0], [1]]), 1, v, t, nodes=torch.tensor([0, 9]))
     with pytest.raises(ValueError, match="k: expected an int >= 0, got -1"):
         le.local_ect(x, torch.tensor([[0], [1]]), -1, v, t)
     with pytest.raises(ValueError, match="num_thresholds: expected an int >= 2, got 1"):
         le.thresholds(1)
-    with pytest.raises(ValueError, match="homophily: expected a number in \\[0, 1\\], got 1.5"):
+    with pytest.raises(
+        ValueError, match="homophily: expected a number in \\[0, 1\\], got 1.5"
+    ):
         le.csbm(10, 1.5)
-    with pytest.raises(ValueError, match=r"ect_g, ect_h: expected one shape, got \(4, 3\) and \(4, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"ect_g, ect_h: expected one shape, got \(4, 3\) and \(4, 2\)"
+    ):
         le.rotation_distance_2d(torch.rand(4, 3), torch.rand(4, 2))
     with pytest.raises(ValueError, match="kind: expected 'gcn' or 'gat', got 'gin'"):
-        le.train_gnn("gin", x, torch.tensor([[0], [1]]), torch.zeros(5, dtype=torch.long),
-                     torch.tensor([0]), torch.tensor([1]))
+        le.train_gnn(
+            "gin",
+            x,
+            torch.tensor([[0], [1]]),
+            torch.zeros(5, dtype=torch.long),
+            torch.tensor([0]),
+            torch.tensor([1]),
+        )
 
 
 def test_nan_features_and_bad_config_are_rejected():
-    """The binned (exact) ECT and the classifiers read no NaN silently; Config fields are checked (issue 37)."""
+    """The binned (exact) ECT and the classifiers read no NaN silently; Config fields
+    are checked (issue 37)."""
     x = torch.rand(5, 2)
     x[1, 0] = float("nan")
     v, t = le.circle_directions(4), le.thresholds(5)
@@ -328,16 +434,29 @@ def test_nan_features_and_bad_config_are_rejected():
     with pytest.raises(ValueError, match="x: expected finite values"):
         le.local_ect(x, torch.tensor([[0], [1]]), 1, v, t)
     j = torch.zeros(5, 4, dtype=torch.long)
-    with pytest.raises(ValueError, match=r"j: expected entry indices in \[0, num_thresholds=5\]"):
+    with pytest.raises(
+        ValueError, match=r"j: expected entry indices in \[0, num_thresholds=5\]"
+    ):
         le.binned_ect(j - 1, torch.zeros(5, dtype=torch.long), 1, 5)
-    with pytest.raises(ValueError, match=r"owner: expected graph ids in \[0, num_graphs=1\)"):
+    with pytest.raises(
+        ValueError, match=r"owner: expected graph ids in \[0, num_graphs=1\)"
+    ):
         le.binned_ect(j, torch.ones(5, dtype=torch.long), 1, 5)
     with pytest.raises(TypeError, match="num_graphs: expected an int"):
         le.binned_ect(j, torch.zeros(5, dtype=torch.long), 1.5, 5)
     with pytest.raises(ValueError, match="features: expected finite values"):
-        le.gbdt_accuracy(x, torch.zeros(5, dtype=torch.long), torch.tensor([0, 2]), torch.tensor([3, 4]))
-    for bad, words in ((dict(num_seeds=0), "num_seeds"), (dict(train_fraction=1.0), "train_fraction"),
-                       (dict(homophily=(0.5, 1.5)), "homophily"), (dict(scale=float("nan")), "scale")):
+        le.gbdt_accuracy(
+            x,
+            torch.zeros(5, dtype=torch.long),
+            torch.tensor([0, 2]),
+            torch.tensor([3, 4]),
+        )
+    for bad, words in (
+        (dict(num_seeds=0), "num_seeds"),
+        (dict(train_fraction=1.0), "train_fraction"),
+        (dict(homophily=(0.5, 1.5)), "homophily"),
+        (dict(scale=float("nan")), "scale"),
+    ):
         with pytest.raises((TypeError, ValueError), match=words):
             le.Config(**bad)
 
@@ -357,12 +476,21 @@ def test_cuda_matches_cpu():
         assert torch.allclose(a, b.cpu(), atol=1e-5)
     cfg = dataclasses.replace(le.SMOKE, rot_trials=20)
     a, b = le.rotation_trials(cfg, "cpu"), le.rotation_trials(cfg, "cuda")
-    assert float((a["estimate"] == b["estimate"]).double().mean()) >= 0.9  # rounding may flip a near-tie
+    assert (
+        float((a["estimate"] == b["estimate"]).double().mean()) >= 0.9
+    )  # rounding may flip a near-tie
     assert float(b["error"].max()) <= b["bound"] * 1.05
     gr = le.shape_graph(40, generator=_gen(0))
     torch.manual_seed(0)
-    acc = le.train_gnn("gat", gr.x.cuda(), gr.edge_index.cuda(), gr.y.clamp(min=0).cuda(),
-                       torch.arange(20).cuda(), torch.arange(20, 40).cuda(), epochs=3)
+    acc = le.train_gnn(
+        "gat",
+        gr.x.cuda(),
+        gr.edge_index.cuda(),
+        gr.y.clamp(min=0).cuda(),
+        torch.arange(20).cuda(),
+        torch.arange(20, 40).cuda(),
+        epochs=3,
+    )
     assert 0.0 <= acc <= 1.0
 
 
@@ -382,6 +510,12 @@ def test_entry_index_equals_searchsorted_including_ties(uniform):
     t = le.thresholds(33, dtype=torch.float64)
     if not uniform:
         t = t.sign() * t.abs().pow(1.5)
-    h = torch.cat([torch.rand(5000, generator=_gen(0), dtype=torch.float64) * 3 - 1.5, t, t.nextafter(t + 1),
-                   t.nextafter(t - 1)]).view(-1, 1)  # includes every threshold and its neighbours
+    h = torch.cat(
+        [
+            torch.rand(5000, generator=_gen(0), dtype=torch.float64) * 3 - 1.5,
+            t,
+            t.nextafter(t + 1),
+            t.nextafter(t - 1),
+        ]
+    ).view(-1, 1)  # includes every threshold and its neighbours
     assert torch.equal(le.entry_index(h, t), torch.searchsorted(t, h))

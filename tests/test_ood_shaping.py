@@ -1,5 +1,7 @@
-"""Tests of lib.ood_shaping: every batched score against a plain reference written from its formula,
-known answers and invariants of the KL + IB functional, bad inputs, and CPU/GPU parity."""
+"""Tests of lib.ood_shaping: every batched score against a plain reference written from
+its formula, known answers and invariants of the KL + IB functional, bad inputs, and
+CPU/GPU parity."""
+
 import dataclasses
 import math
 import subprocess
@@ -17,15 +19,19 @@ from lib.ood_shaping import scores as S
 @pytest.fixture(scope="module")
 def head():
     g = torch.Generator().manual_seed(0)
-    h = torch.relu(torch.randn(30, 12, generator=g, dtype=torch.float64) + 0.3)   # (N, D) after ReLU
+    h = torch.relu(
+        torch.randn(30, 12, generator=g, dtype=torch.float64) + 0.3
+    )  # (N, D) after ReLU
     W = torch.randn(4, 12, generator=g, dtype=torch.float64)
     b = torch.randn(4, generator=g, dtype=torch.float64)
     return h, W, b
 
 
-# --- naive references, one sample and one unit at a time ---------------------------------------
+# --- naive references, one sample and one unit at a time ------------------------------
 def ref_logits(row, W, b):
-    return [sum(W[c][j] * row[j] for j in range(len(row))) + b[c] for c in range(len(b))]
+    return [
+        sum(W[c][j] * row[j] for j in range(len(row))) + b[c] for c in range(len(b))
+    ]
 
 
 def ref_energy(row, W, b):
@@ -41,24 +47,36 @@ def as_lists(h, W, b):
 def test_logit_scores_match_reference(head):
     h, W, b = head
     H, Wl, bl = as_lists(h, W, b)
-    ref_msp = [max(math.exp(v) for v in ref_logits(r, Wl, bl)) / sum(math.exp(v) for v in ref_logits(r, Wl, bl))
-               for r in H]
+    ref_msp = [
+        max(math.exp(v) for v in ref_logits(r, Wl, bl))
+        / sum(math.exp(v) for v in ref_logits(r, Wl, bl))
+        for r in H
+    ]
     np.testing.assert_allclose(S.msp(h, W, b), ref_msp, rtol=1e-10)
-    np.testing.assert_allclose(S.max_logit(h, W, b), [max(ref_logits(r, Wl, bl)) for r in H], rtol=1e-10)
-    np.testing.assert_allclose(S.energy(h, W, b), [ref_energy(r, Wl, bl) for r in H], rtol=1e-10)
+    np.testing.assert_allclose(
+        S.max_logit(h, W, b), [max(ref_logits(r, Wl, bl)) for r in H], rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        S.energy(h, W, b), [ref_energy(r, Wl, bl) for r in H], rtol=1e-10
+    )
 
 
 def test_react_and_vra_match_reference(head):
     h, W, b = head
     H, Wl, bl = as_lists(h, W, b)
     c = 0.8
-    np.testing.assert_allclose(S.react(h, W, b, c), [ref_energy([min(v, c) for v in r], Wl, bl) for r in H])
+    np.testing.assert_allclose(
+        S.react(h, W, b, c), [ref_energy([min(v, c) for v in r], Wl, bl) for r in H]
+    )
     x1, x2 = 0.3, 1.0
 
     def vra(v):  # clip at x2, then zero at or below x1
         v = min(v, x2)
         return v if v > x1 else 0.0
-    np.testing.assert_allclose(S.vra_p(h, W, b, x1, x2), [ref_energy([vra(v) for v in r], Wl, bl) for r in H])
+
+    np.testing.assert_allclose(
+        S.vra_p(h, W, b, x1, x2), [ref_energy([vra(v) for v in r], Wl, bl) for r in H]
+    )
 
 
 @pytest.mark.parametrize("p", [0, 40, 65, 100])
@@ -69,7 +87,7 @@ def test_ash_matches_reference(head, p):
     k = D - int(round(D * p / 100))
     ref_p, ref_s = [], []
     for r in H:
-        top = sorted(range(D), key=lambda j: -r[j])[:k]                  # indices of the k largest
+        top = sorted(range(D), key=lambda j: -r[j])[:k]  # indices of the k largest
         pruned = [r[j] if j in top else 0.0 for j in range(D)]
         ref_p.append(ref_energy(pruned, Wl, bl))
         if k > 0:
@@ -99,7 +117,9 @@ def test_optfs_matches_reference(head):
     left = lo + width * np.arange(10)
     pred = np.argmax(hn @ Wn.T + bn, axis=1)
     lc = Wn[pred] * hn
-    theta = np.array([np.mean(np.sum(((hn >= x) & (hn < x + width)) * lc, axis=1)) for x in left])
+    theta = np.array(
+        [np.mean(np.sum(((hn >= x) & (hn < x + width)) * lc, axis=1)) for x in left]
+    )
     theta = theta / np.linalg.norm(theta)
     l_t, w_t, th_t = S.optfs_fit(h, W, b, n_bins=10)
     np.testing.assert_allclose(l_t.numpy(), left, rtol=1e-9, atol=1e-12)
@@ -108,31 +128,41 @@ def test_optfs_matches_reference(head):
     for i, x in enumerate(left):
         feat_p += ((hn >= x) & (hn < x + width)) * hn * theta[i]
     ref = np.sum(Wn[pred] * feat_p, axis=1)
-    np.testing.assert_allclose(S.optfs(h, W, b, l_t, w_t, th_t).numpy(), ref, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(
+        S.optfs(h, W, b, l_t, w_t, th_t).numpy(), ref, rtol=1e-8, atol=1e-12
+    )
 
 
 def test_interp_and_shaped_energy(head):
     h, W, b = head
     knots = torch.tensor([0.0, 0.5, 1.0, 2.0], dtype=torch.float64)
     values = torch.tensor([0.0, 0.1, 0.9, 1.0], dtype=torch.float64)
-    np.testing.assert_allclose(S.interp(h, knots, values).numpy(), np.interp(h.numpy(), knots, values))
+    np.testing.assert_allclose(
+        S.interp(h, knots, values).numpy(), np.interp(h.numpy(), knots, values)
+    )
     # identity shaping = the energy score
-    np.testing.assert_allclose(S.shaped_energy(h, W, b, knots, knots), S.energy(h.clamp(max=2.0), W, b))
+    np.testing.assert_allclose(
+        S.shaped_energy(h, W, b, knots, knots), S.energy(h.clamp(max=2.0), W, b)
+    )
 
 
 def test_metrics_match_sklearn():
     g = torch.Generator().manual_seed(1)
-    s_id = torch.round(torch.randn(300, generator=g) * 4) / 4 + 1.0      # ties on purpose
+    s_id = torch.round(torch.randn(300, generator=g) * 4) / 4 + 1.0  # ties on purpose
     s_ood = torch.round(torch.randn(200, generator=g) * 4) / 4
     y = np.r_[np.ones(300), np.zeros(200)]
     s = np.r_[s_id.numpy(), s_ood.numpy()]
     assert S.auroc(s_id, s_ood) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
     fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
-    assert S.fpr_at_95_tpr(s_id, s_ood) == pytest.approx(fpr[np.argmax(tpr >= 0.95)], abs=1e-12)
-    assert S.auroc(s_id + 100, s_ood) == 1.0 and S.fpr_at_95_tpr(s_id + 100, s_ood) == 0.0
+    assert S.fpr_at_95_tpr(s_id, s_ood) == pytest.approx(
+        fpr[np.argmax(tpr >= 0.95)], abs=1e-12
+    )
+    assert (
+        S.auroc(s_id + 100, s_ood) == 1.0 and S.fpr_at_95_tpr(s_id + 100, s_ood) == 0.0
+    )
 
 
-# --- the KL + IB functional --------------------------------------------------------------------
+# --- the KL + IB functional -----------------------------------------------------------
 def two_atoms(a=1, c=3, K=4):
     grid = O.make_grid(4.0, K)
     p_id = torch.zeros(K + 1, dtype=torch.float64)
@@ -146,8 +176,11 @@ def test_kl_of_two_gaussians_known_answer():
     sigma = 0.7
     t = O.kl_ib_terms(grid.knots, p_id, p_ood, sigma, n_z=4000)
     gap = float(grid.knots[3] - grid.knots[1])
-    assert float(t["kl"]) == pytest.approx(gap ** 2 / (2 * sigma ** 2), rel=1e-4)   # KL(N(a,σ²)‖N(c,σ²))
-    # I(Z;Y) for two equiprobable Gaussians lies in (0, log 2); I(X;Z) = I(Z;Y) here (X determines Y)
+    assert float(t["kl"]) == pytest.approx(
+        gap**2 / (2 * sigma**2), rel=1e-4
+    )  # KL(N(a,σ²)‖N(c,σ²))
+    # I(Z;Y) for two equiprobable Gaussians lies in (0, log 2); I(X;Z) = I(Z;Y) here (X
+    # determines Y)
     assert 0 < float(t["i_zy"]) < math.log(2)
     assert float(t["i_xz"]) == pytest.approx(float(t["i_zy"]), abs=1e-6)
 
@@ -155,11 +188,19 @@ def test_kl_of_two_gaussians_known_answer():
 def test_kl_data_processing_and_invariance():
     g = torch.Generator().manual_seed(0)
     grid = O.make_grid(1.0, 8)
-    p_id = torch.rand(9, generator=g, dtype=torch.float64); p_id /= p_id.sum()
-    p_ood = torch.rand(9, generator=g, dtype=torch.float64); p_ood /= p_ood.sum()
+    p_id = torch.rand(9, generator=g, dtype=torch.float64)
+    p_id /= p_id.sum()
+    p_ood = torch.rand(9, generator=g, dtype=torch.float64)
+    p_ood /= p_ood.sum()
     kl_x = float((p_id * (p_id / p_ood).log()).sum())
-    shapes = [grid.knots, grid.knots ** 3 + grid.knots, torch.tensor([0, 5, 1, 4, 2, 8, 3, 7, 6.0], dtype=torch.float64)]
-    for gx in shapes:          # any injective g: KL → KL(p_ID‖p_OOD) as σ → 0, and never above it
+    shapes = [
+        grid.knots,
+        grid.knots**3 + grid.knots,
+        torch.tensor([0, 5, 1, 4, 2, 8, 3, 7, 6.0], dtype=torch.float64),
+    ]
+    for (
+        gx
+    ) in shapes:  # any injective g: KL → KL(p_ID‖p_OOD) as σ → 0, and never above it
         for sigma, tol in ((1e-3, 1e-3), (0.3, None)):
             kl = float(O.kl_ib_terms(gx, p_id, p_ood, sigma, n_z=20000)["kl"])
             assert kl <= kl_x + 1e-6
@@ -167,9 +208,9 @@ def test_kl_data_processing_and_invariance():
                 assert kl == pytest.approx(kl_x, abs=tol)
     base = O.kl_ib_loss(grid.knots, p_id, p_ood, beta=0.7, sigma=0.05)
     shifted = O.kl_ib_loss(grid.knots + 3.0, p_id, p_ood, beta=0.7, sigma=0.05)
-    assert float(shifted) == pytest.approx(float(base), abs=1e-8)             # g ↦ g + c
+    assert float(shifted) == pytest.approx(float(base), abs=1e-8)  # g ↦ g + c
     flipped = O.kl_ib_loss(-grid.knots, p_id, p_ood, beta=0.7, sigma=0.05)
-    assert float(flipped) == pytest.approx(float(base), abs=1e-8)             # g ↦ −g
+    assert float(flipped) == pytest.approx(float(base), abs=1e-8)  # g ↦ −g
 
 
 def test_solver_decreases_loss_and_is_monotone():
@@ -178,27 +219,33 @@ def test_solver_decreases_loss_and_is_monotone():
     grid = O.make_grid(3.0, 24)
     p_id = O.histogram(x, grid)
     p_ood = O.histogram(O.ood_law_samples(x, "weaker+tail", 1.0, generator=g), grid)
-    assert float(p_id.sum()) == pytest.approx(1.0) and float(p_id[0]) == pytest.approx(0.5, abs=0.02)
+    assert float(p_id.sum()) == pytest.approx(1.0) and float(p_id[0]) == pytest.approx(
+        0.5, abs=0.02
+    )
     gx, hist = O.solve_shaping(p_id, p_ood, grid, beta=1.0, sigma=0.05, steps=60)
     assert hist[-1] < hist[0]
     assert float(gx[0]) == 0.0 and bool((torch.diff(gx) >= 0).all())
     go = O.orient_and_scale(gx, p_id, p_ood, grid.knots)
-    assert float(p_id @ go ** 2) == pytest.approx(float(p_id @ grid.knots ** 2))
+    assert float(p_id @ go**2) == pytest.approx(float(p_id @ grid.knots**2))
 
 
 def test_assumptions_build_the_expected_laws():
     g = torch.Generator().manual_seed(0)
     x = torch.relu(torch.randn(50000, generator=g, dtype=torch.float64))
-    assert float(O.ood_law_samples(x, "weaker", 1.0).mean()) == pytest.approx(float(x.mean()) / 2)
+    assert float(O.ood_law_samples(x, "weaker", 1.0).mean()) == pytest.approx(
+        float(x.mean()) / 2
+    )
     tail = O.ood_law_samples(x, "weaker+tail", 1.0, generator=g)
     assert float(tail.max()) > 2.5 * float(x.max()) * 0.9
     floor = O.ood_law_samples(x, "floor", 1.0, generator=g)
-    assert float((floor == 0).float().mean()) == pytest.approx(float((x == 0).float().mean()))
+    assert float((floor == 0).float().mean()) == pytest.approx(
+        float((x == 0).float().mean())
+    )
     sur = torch.ones(7, dtype=torch.float64)
     assert torch.equal(O.ood_law_samples(x, "surrogate", x_surrogate=sur), sur)
 
 
-# --- bad inputs ---------------------------------------------------------------------------------
+# --- bad inputs -----------------------------------------------------------------------
 def test_bad_inputs(head):
     h, W, b = head
     with pytest.raises(ValueError, match=r"W: expected shape \(C, 12\)"):
@@ -207,7 +254,9 @@ def test_bad_inputs(head):
         S.energy(h, W, b[:2])
     with pytest.raises(TypeError, match="h: expected a torch.Tensor"):
         S.msp(h.numpy(), W, b)
-    with pytest.raises(ValueError, match=r"percentile: expected a number in \[0, 100\], got 120"):
+    with pytest.raises(
+        ValueError, match=r"percentile: expected a number in \[0, 100\], got 120"
+    ):
         S.ash_p(h, W, b, 120)
     with pytest.raises(TypeError, match="percentile"):
         S.ash_s(h, W, b, "65")
@@ -231,21 +280,33 @@ def test_bad_inputs(head):
         O.solve_shaping(p, p, grid, beta=-1.0)
     with pytest.raises(ValueError, match=r"p_ood: expected shape \(5\)"):
         O.solve_shaping(p, p[:3], grid)
+    with pytest.raises(ValueError, match="init: expected a shaping that starts at 0"):
+        O.solve_shaping(p, p, grid, init=grid.knots + 1.0)
+    with pytest.raises(ValueError, match="init: expected a shaping that starts at 0"):
+        O.solve_shaping(p, p, grid, init=grid.knots.flip(0) - grid.knots[-1])
+    with pytest.raises(ValueError, match=r"init: expected shape \(5\)"):
+        O.solve_shaping(p, p, grid, init=grid.knots[:3])
     with pytest.raises(ValueError, match="arch: expected 'mlp' or 'cnn'"):
         O.Net("resnet")
     with pytest.raises(ValueError, match="n: expected a positive int"):
         O.ood_sets(0, torch.Generator(), torch.zeros(3, 784), None)
 
 
-# --- data, presets, the pipeline ----------------------------------------------------------------
+# --- data, presets, the pipeline ------------------------------------------------------
 def test_load_fashion_mnist():
     try:
         x, y = O.load_fashion_mnist("test")
     except FileNotFoundError as e:
-        pytest.fail(f"Fashion-MNIST must be fetched by the set-up (scripts/fetch_data.sh): {e}")
+        pytest.fail(
+            f"Fashion-MNIST must be fetched by the set-up (scripts/fetch_data.sh): {e}"
+        )
     assert x.shape == (10000, 784) and x.dtype == torch.float32
     assert y.shape == (10000,) and y.dtype == torch.int64
-    assert 0 <= float(x.min()) and float(x.max()) <= 1 and set(y.unique().tolist()) == set(range(10))
+    assert (
+        0 <= float(x.min())
+        and float(x.max()) <= 1
+        and set(y.unique().tolist()) == set(range(10))
+    )
     assert 0.2 < float(x.mean()) < 0.4  # Fashion-MNIST's mean pixel is about 0.29
     with pytest.raises(ValueError, match="split"):
         O.load_fashion_mnist("valid")
@@ -263,11 +324,20 @@ def test_ood_sets_and_missing_fashion():
 
 
 def test_presets_and_light_imports():
-    assert {f.name for f in dataclasses.fields(O.SMOKE)} == {f.name for f in dataclasses.fields(O.FULL)}
+    assert {f.name for f in dataclasses.fields(O.SMOKE)} == {
+        f.name for f in dataclasses.fields(O.FULL)
+    }
     assert O.SMOKE.seed == O.FULL.seed == 0
-    code = "import sys, lib.ood_shaping, lib.ood_shaping.__main__; print('skimage' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"        # the FULL path imports scikit-image only lazily
+    code = (
+        "import sys, lib.ood_shaping, lib.ood_shaping.__main__; "
+        "print('skimage' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert (
+        out.stdout.strip() == "False"
+    )  # the FULL path imports scikit-image only lazily
 
 
 def test_networks_give_penultimate_features():
@@ -279,8 +349,18 @@ def test_networks_give_penultimate_features():
 
 
 def test_run_experiment_tiny():
-    cfg = dataclasses.replace(O.SMOKE, n_seeds=2, n_train=1000, epochs=1, n_fit=300, n_test=200,
-                              n_ood=50, steps=20, n_activations=20000, width=32)
+    cfg = dataclasses.replace(
+        O.SMOKE,
+        n_seeds=2,
+        n_train=1000,
+        epochs=1,
+        n_fit=300,
+        n_test=200,
+        n_ood=50,
+        steps=20,
+        n_activations=20000,
+        width=32,
+    )
     res = O.run_experiment(cfg, torch.device("cpu"))
     assert res["methods"] == list(O.METHODS) and res["sets"][-1] == "average"
     for m in O.METHODS:
@@ -288,19 +368,33 @@ def test_run_experiment_tiny():
     assert res["best_hand_designed"] in O.SHAPING and len(res["accuracy"]) == 2
 
 
-# --- CPU / GPU parity ---------------------------------------------------------------------------
+# --- CPU / GPU parity -----------------------------------------------------------------
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cpu_gpu_parity(head):
     h, W, b = head
-    p = {"react_c": 0.8, "vra_x1": 0.3, "vra_x2": 1.0, "ash_p": 65.0, "dice_mask": S.dice_mask(h, W, 70),
-         "optfs": S.optfs_fit(h, W, b, 10),
-         "kl_ib": (torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64),
-                   torch.tensor([0.0, 0.5, 0.7], dtype=torch.float64))}
+    p = {
+        "react_c": 0.8,
+        "vra_x1": 0.3,
+        "vra_x2": 1.0,
+        "ash_p": 65.0,
+        "dice_mask": S.dice_mask(h, W, 70),
+        "optfs": S.optfs_fit(h, W, b, 10),
+        "kl_ib": (
+            torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64),
+            torch.tensor([0.0, 0.5, 0.7], dtype=torch.float64),
+        ),
+    }
     cpu = O.score_all(h, W, b, p)
-    to = lambda v: tuple(t.cuda() for t in v) if isinstance(v, tuple) else (v.cuda() if torch.is_tensor(v) else v)
+    to = lambda v: (
+        tuple(t.cuda() for t in v)
+        if isinstance(v, tuple)
+        else (v.cuda() if torch.is_tensor(v) else v)
+    )
     gpu = O.score_all(h.cuda(), W.cuda(), b.cuda(), {k: to(v) for k, v in p.items()})
     for m in cpu:
-        np.testing.assert_allclose(gpu[m].cpu().numpy(), cpu[m].numpy(), rtol=1e-6, atol=1e-9, err_msg=m)
+        np.testing.assert_allclose(
+            gpu[m].cpu().numpy(), cpu[m].numpy(), rtol=1e-6, atol=1e-9, err_msg=m
+        )
     grid = O.make_grid(3.0, 16)
     x = h.flatten()
     pi, po = O.histogram(x, grid), O.histogram(x / 2, grid)
@@ -311,8 +405,8 @@ def test_cpu_gpu_parity(head):
 
 
 def test_nan_activations_and_bad_config_are_rejected():
-    """NaN never reads as a dead unit, a score or a probability; the variational terms check their inputs
-    and Config fields are checked on construction (issue 37)."""
+    """NaN never reads as a dead unit, a score or a probability; the variational terms
+    check their inputs and Config fields are checked on construction (issue 37)."""
     grid = O.make_grid(1.0, 8)
     x = torch.rand(50)
     x[3] = float("nan")
@@ -331,7 +425,26 @@ def test_nan_activations_and_bad_config_are_rejected():
         O.energy(h * float("nan"), W, b)
     with pytest.raises(ValueError, match="score_ood: expected scores without NaN"):
         O.auroc(torch.rand(5), torch.tensor([0.1, float("nan")]))
-    for bad, words in ((dict(arch="resnet"), "arch"), (dict(epochs=0), "epochs"), (dict(sigma=float("nan")), "sigma"),
-                       (dict(react_p=120.0), "react_p"), (dict(vra_p=(95.0, 50.0)), "vra_p")):
+    for bad, words in (
+        (dict(arch="resnet"), "arch"),
+        (dict(epochs=0), "epochs"),
+        (dict(sigma=float("nan")), "sigma"),
+        (dict(react_p=120.0), "react_p"),
+        (dict(vra_p=(95.0, 50.0)), "vra_p"),
+    ):
         with pytest.raises((TypeError, ValueError), match=words):
             O.Config(**bad)
+
+
+def test_solve_shaping_starts_from_init():
+    """One step with lr ≈ 0 returns the starting shape: ``init`` is where the flow
+    starts, and the default start is the identity."""
+    grid = O.make_grid(2.0, 8)
+    p_id = torch.linspace(1, 2, 9, dtype=torch.float64)
+    p_id = p_id / p_id.sum()
+    p_ood = p_id.flip(0)
+    g0 = torch.sqrt(grid.knots * grid.knots[-1])
+    g, _ = O.solve_shaping(p_id, p_ood, grid, steps=1, lr=1e-12, smooth=0.0, init=g0)
+    assert torch.allclose(g, g0, rtol=1e-6, atol=1e-9)
+    g, _ = O.solve_shaping(p_id, p_ood, grid, steps=1, lr=1e-12, smooth=0.0)
+    assert torch.allclose(g, grid.knots, rtol=1e-6, atol=1e-9)

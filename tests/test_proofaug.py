@@ -1,5 +1,7 @@
-"""Tests of lib.proofaug: the checker, the tactics, the semi-proof and coarsening rules, the budget
-curve against its naive reference, the proposer's encoding, bad inputs, the CLI and CPU/CUDA parity."""
+"""Tests of lib.proofaug: the checker, the tactics, the semi-proof and coarsening rules,
+the budget curve against its naive reference, the proposer's encoding, bad inputs, the
+CLI and CPU/CUDA parity."""
+
 import os
 import random
 import subprocess
@@ -13,10 +15,21 @@ from lib import proofaug as PA
 from lib.proofaug.reference import budget_curve_naive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STMT = PA.Statement(("a", "b"), "real", (("h0", "a + b = 5"), ("h1", "a * b = 6")), "a ** 2 + b ** 2 = 13")
-GOLD = "\n".join(["proof", "have h2 : ( a + b ) ** 2 = 5 ** 2 by simp",
-                  "have h3 : a ** 2 + b ** 2 = ( a + b ) ** 2 - 2 * ( a * b ) by algebra",
-                  "show ?thesis by arith", "qed"])
+STMT = PA.Statement(
+    ("a", "b"),
+    "real",
+    (("h0", "a + b = 5"), ("h1", "a * b = 6")),
+    "a ** 2 + b ** 2 = 13",
+)
+GOLD = "\n".join(
+    [
+        "proof",
+        "have h2 : ( a + b ) ** 2 = 5 ** 2 by simp",
+        "have h3 : a ** 2 + b ** 2 = ( a + b ) ** 2 - 2 * ( a * b ) by algebra",
+        "show ?thesis by arith",
+        "qed",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +37,26 @@ def prover():
     return PA.Prover(600, 1000)
 
 
-# --- language ------------------------------------------------------------------------------------
+# --- language -------------------------------------------------------------------------
+
 
 def test_tokenize_and_steps_known_answer():
-    assert PA.tokenize("have h2 : ( a + b ) ** 2 = 25 by simp") == \
-        ["have", "h2", ":", "(", "a", "+", "b", ")", "**", "2", "=", "25", "by", "simp"]
+    assert PA.tokenize("have h2 : ( a + b ) ** 2 = 25 by simp") == [
+        "have",
+        "h2",
+        ":",
+        "(",
+        "a",
+        "+",
+        "b",
+        ")",
+        "**",
+        "2",
+        "=",
+        "25",
+        "by",
+        "simp",
+    ]
     steps = PA.parse_steps(GOLD)
     assert steps[:3] == ["proof", "have h2 : ( a + b ) ** 2 = 5 ** 2", "by simp"]
     assert PA.join_steps(steps) == GOLD
@@ -46,12 +74,14 @@ def test_levels_follow_isabelle():
 
 def test_checker_errors_by_mode(prover):
     st = PA.initial_state(STMT)
-    assert PA.run_step(st, "have h : a = 1", STMT, prover).kind == "illegal"      # prove mode
+    assert (
+        PA.run_step(st, "have h : a = 1", STMT, prover).kind == "illegal"
+    )  # prove mode
     st = PA.run_step(st, "proof", STMT, prover).state
-    assert PA.run_step(st, "by simp", STMT, prover).kind == "illegal"             # state mode
-    assert PA.run_step(st, "qed", STMT, prover).kind == "structure"               # nothing shown
+    assert PA.run_step(st, "by simp", STMT, prover).kind == "illegal"  # state mode
+    assert PA.run_step(st, "qed", STMT, prover).kind == "structure"  # nothing shown
     assert PA.run_step(st, "have h : a + = 1", STMT, prover).kind == "parse"
-    assert PA.run_step(st, "show a = 1", STMT, prover).kind == "structure"        # wrong goal
+    assert PA.run_step(st, "show a = 1", STMT, prover).kind == "structure"  # wrong goal
 
 
 def test_gold_proof_checks_and_whole_theorem_needs_structure(prover):
@@ -59,7 +89,8 @@ def test_gold_proof_checks_and_whole_theorem_needs_structure(prover):
     assert not PA.check_proof(STMT, GOLD.replace("5 ** 2", "24"), prover)
 
 
-# --- tactics -------------------------------------------------------------------------------------
+# --- tactics --------------------------------------------------------------------------
+
 
 def _f(text, vars_=("a", "b"), dom="real"):
     return PA.parse_formula(text, vars_, dom)
@@ -73,7 +104,7 @@ def test_tactics_known_answers(prover):
     assert not call("a ** 2 = b", "algebra")
     assert call("( a - b ) ** 2 >= 0", "sos") and not call("a - b >= 0", "sos")
     assert call("2 + 2 = 4", "eval") and not call("2 + 2 = 5", "eval")
-    assert not call("a = 7", "hammer")                        # false claims never pass
+    assert not call("a = 7", "hammer")  # false claims never pass
 
 
 def test_z3_rlimit_is_deterministic_and_monotone():
@@ -91,7 +122,8 @@ def test_prover_cache_counts_each_query_once():
     assert p.calls == 1
 
 
-# --- ProofAug ------------------------------------------------------------------------------------
+# --- ProofAug -------------------------------------------------------------------------
+
 
 def test_gold_is_init_proof(prover):
     o = PA.proof_aug(STMT, GOLD, prover)
@@ -107,34 +139,79 @@ def test_wrong_tactic_becomes_sorry_then_atp(prover):
 
 
 def test_broken_block_is_erased_and_outside_failure_abandons(prover):
-    nested = "\n".join(["proof", "have h4 : a ** 2 + b ** 2 = 13", "proof", "have h5 : a = ( oops", "show ?thesis by arith",
-                        "qed", "show ?thesis by arith", "qed"])
+    nested = "\n".join(
+        [
+            "proof",
+            "have h4 : a ** 2 + b ** 2 = 13",
+            "proof",
+            "have h5 : a = ( oops",
+            "show ?thesis by arith",
+            "qed",
+            "show ?thesis by arith",
+            "qed",
+        ]
+    )
     steps = PA.semi_proof(STMT, nested, prover)
-    assert steps == ["proof", "have h4 : a ** 2 + b ** 2 = 13", "sorry", "show ?thesis", "by arith", "qed"]
-    # a failure inside the theorem's own block erases it: the root hole (ATP on the whole theorem)
-    assert PA.semi_proof(STMT, "proof\nhave h4 : ( oops\nshow ?thesis by arith\nqed", prover) == ["sorry"]
-    assert PA.semi_proof(STMT, "proof\nhave h4 : a = 1 by simp", prover) is None      # never finishes
+    assert steps == [
+        "proof",
+        "have h4 : a ** 2 + b ** 2 = 13",
+        "sorry",
+        "show ?thesis",
+        "by arith",
+        "qed",
+    ]
+    # a failure inside the theorem's own block erases it: the root hole (ATP on the
+    # whole theorem)
+    assert PA.semi_proof(
+        STMT, "proof\nhave h4 : ( oops\nshow ?thesis by arith\nqed", prover
+    ) == ["sorry"]
+    assert (
+        PA.semi_proof(STMT, "proof\nhave h4 : a = 1 by simp", prover) is None
+    )  # never finishes
 
 
 def test_coarsening_replaces_the_enclosing_block(prover):
-    # the inner lemma is false, so its sorry cannot be closed; the block h4 is coarsened to one sorry
-    nested = "\n".join(["proof", "have h4 : a ** 2 + b ** 2 = 13", "proof", "have h5 : a = 7 by arith",
-                        "show ?thesis by arith", "qed", "show ?thesis by arith", "qed"])
+    # the inner lemma is false, so its sorry cannot be closed; the block h4 is coarsened
+    # to one sorry
+    nested = "\n".join(
+        [
+            "proof",
+            "have h4 : a ** 2 + b ** 2 = 13",
+            "proof",
+            "have h5 : a = 7 by arith",
+            "show ?thesis by arith",
+            "qed",
+            "show ?thesis by arith",
+            "qed",
+        ]
+    )
     o = PA.proof_aug(STMT, nested, prover, trace=True)
     assert o.success and o.stage == "coarse_atp"
     coarse = [t for k, t in o.events if k == "coarsen"]
-    assert coarse and coarse[0].splitlines() == ["proof", "have h4 : a ** 2 + b ** 2 = 13 sorry",
-                                                 "show ?thesis by arith", "qed"]
+    assert coarse and coarse[0].splitlines() == [
+        "proof",
+        "have h4 : a ** 2 + b ** 2 = 13 sorry",
+        "show ?thesis by arith",
+        "qed",
+    ]
     assert PA.check_proof(STMT, o.proof, prover)
 
 
 def test_erp_counts_extra_calls(prover):
-    nested = "\n".join(["proof", "have h4 : a ** 2 + b ** 2 = 13 by oops", "show ?thesis by arith", "qed"])
+    nested = "\n".join(
+        [
+            "proof",
+            "have h4 : a ** 2 + b ** 2 = 13 by oops",
+            "show ?thesis by arith",
+            "qed",
+        ]
+    )
     calls = []
 
     def propose(sub):
         calls.append(sub)
         return "sorry"
+
     o = PA.proof_aug(STMT, nested, prover, propose=propose)
     assert o.success  # callATP closes h4, so ERP is never asked
     assert o.extra_calls == len(calls) == 0
@@ -146,22 +223,28 @@ def test_problem_set_gold_proofs_check(prover):
     assert all(PA.check_proof(p.stmt, p.gold, prover) for p in probs)
 
 
-# --- budget curve: vectorised against the naive loop ---------------------------------------------
+# --- budget curve: vectorised against the naive loop ----------------------------------
+
 
 def test_budget_curve_matches_naive():
     rng = np.random.default_rng(0)
     s = rng.random((30, 8)) < 0.3
     c = rng.integers(1, 4, (30, 8))
     budgets = [1, 2, 4, 8, 16, 32]
-    assert np.allclose(PA.budget_curve(s, c, budgets), budget_curve_naive(s, c, budgets))
-    assert PA.budget_curve(np.ones((2, 3), bool), np.ones((2, 3)), [1]).tolist() == [1.0]
+    assert np.allclose(
+        PA.budget_curve(s, c, budgets), budget_curve_naive(s, c, budgets)
+    )
+    assert PA.budget_curve(np.ones((2, 3), bool), np.ones((2, 3)), [1]).tolist() == [
+        1.0
+    ]
 
 
-# --- proposers -----------------------------------------------------------------------------------
+# --- proposers ------------------------------------------------------------------------
+
 
 def test_encoding_round_trip_and_claims(prover):
     toks = PA.encode_pair(STMT, GOLD)
-    assert PA.decode_proof(toks[toks.index("<sep>") + 1:]) == GOLD
+    assert PA.decode_proof(toks[toks.index("<sep>") + 1 :]) == GOLD
     ex = PA.claim_examples(STMT, GOLD, prover)
     assert len(ex) == 3 and ex[1][1] == "by simp"
 
@@ -173,14 +256,28 @@ def test_noisy_oracle_rate_zero_is_gold():
 
 def test_sampling_is_seeded(prover):
     vocab = PA.build_vocab([STMT], [GOLD])
-    model, _ = PA.train_proposer([(STMT, GOLD)], vocab, steps=2, block_size=96, d_model=32, n_layer=1,
-                                 batch_size=1, lr=1e-3, seed=0)
-    a = PA.sample_proofs(model, vocab, STMT, 2, 1.0, torch.Generator().manual_seed(0), max_new=10)
-    b = PA.sample_proofs(model, vocab, STMT, 2, 1.0, torch.Generator().manual_seed(0), max_new=10)
+    model, _ = PA.train_proposer(
+        [(STMT, GOLD)],
+        vocab,
+        steps=2,
+        block_size=96,
+        d_model=32,
+        n_layer=1,
+        batch_size=1,
+        lr=1e-3,
+        seed=0,
+    )
+    a = PA.sample_proofs(
+        model, vocab, STMT, 2, 1.0, torch.Generator().manual_seed(0), max_new=10
+    )
+    b = PA.sample_proofs(
+        model, vocab, STMT, 2, 1.0, torch.Generator().manual_seed(0), max_new=10
+    )
     assert a == b and len(a) == 2
 
 
-# --- bad inputs ----------------------------------------------------------------------------------
+# --- bad inputs -----------------------------------------------------------------------
+
 
 def test_bad_inputs_raise_clear_errors(prover):
     with pytest.raises(TypeError, match="text"):
@@ -196,8 +293,17 @@ def test_bad_inputs_raise_clear_errors(prover):
     with pytest.raises(ValueError, match="success, cost"):
         PA.budget_curve(np.ones((2, 3), bool), np.ones((3, 2)), [1])
     vocab = PA.build_vocab([STMT], [GOLD])
-    model, _ = PA.train_proposer([(STMT, GOLD)], vocab, steps=1, block_size=96, d_model=32, n_layer=1,
-                                 batch_size=1, lr=1e-3, seed=0)
+    model, _ = PA.train_proposer(
+        [(STMT, GOLD)],
+        vocab,
+        steps=1,
+        block_size=96,
+        d_model=32,
+        n_layer=1,
+        batch_size=1,
+        lr=1e-3,
+        seed=0,
+    )
     with pytest.raises(ValueError, match="temperature"):
         PA.sample_proofs(model, vocab, STMT, 1, 0.0, torch.Generator())
     with pytest.raises(TypeError, match="n"):
@@ -205,15 +311,29 @@ def test_bad_inputs_raise_clear_errors(prover):
 
 
 def test_cli_help():
-    out = subprocess.run([sys.executable, "-m", "lib.proofaug", "--help"], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "lib.proofaug", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0 and "--preset" in out.stdout
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cpu_cuda_parity_of_the_proposer():
     vocab = PA.build_vocab([STMT], [GOLD])
-    model, _ = PA.train_proposer([(STMT, GOLD)], vocab, steps=2, block_size=96, d_model=32, n_layer=1,
-                                 batch_size=1, lr=1e-3, seed=0)
+    model, _ = PA.train_proposer(
+        [(STMT, GOLD)],
+        vocab,
+        steps=2,
+        block_size=96,
+        d_model=32,
+        n_layer=1,
+        batch_size=1,
+        lr=1e-3,
+        seed=0,
+    )
     x = torch.tensor([vocab.encode(PA.encode_pair(STMT, GOLD))])
     cpu = model(x)
     gpu = model.to("cuda")(x.to("cuda")).cpu()
@@ -221,7 +341,8 @@ def test_cpu_cuda_parity_of_the_proposer():
 
 
 def test_z3_and_config_reject_bad_input():
-    """z3 never proves a goal under a bogus domain or a negative resource limit, configs are checked (issue 37)."""
+    """z3 never proves a goal under a bogus domain or a negative resource limit, configs
+    are checked (issue 37)."""
     f = PA.parse_formula("a + b = 5", ("a", "b"), "real")
     with pytest.raises(ValueError, match="domain: expected one of"):
         PA.z3_prove([f], f, ("a", "b"), "complex", 1000)
@@ -231,8 +352,12 @@ def test_z3_and_config_reject_bad_input():
         PA.z3_prove("a + b = 5", f, ("a", "b"), "real", 1000)
     with pytest.raises(ValueError, match="domain"):
         PA.Statement(("a",), "complex", (), "a = 1")
-    for bad, words in ((dict(n_samples=-1), "n_samples"), (dict(seeds=0), "seeds"),
-                       (dict(rlimit_hammer=-5), "rlimit_hammer"), (dict(noise_rates=(0.1, 1.5)), "noise_rates"),
-                       (dict(temperature=float("nan")), "temperature")):
+    for bad, words in (
+        (dict(n_samples=-1), "n_samples"),
+        (dict(seeds=0), "seeds"),
+        (dict(rlimit_hammer=-5), "rlimit_hammer"),
+        (dict(noise_rates=(0.1, 1.5)), "noise_rates"),
+        (dict(temperature=float("nan")), "temperature"),
+    ):
         with pytest.raises((TypeError, ValueError), match=words):
             PA.Config(**bad)

@@ -1,5 +1,7 @@
-"""Tests of lib.scmoe: routing known answers, kernels against loops, the 2-process expert-parallel
-layer against one process, the timeline model, bad inputs, the CLI and CPU/CUDA parity."""
+"""Tests of lib.scmoe: routing known answers, kernels against loops, the 2-process
+expert-parallel layer against one process, the timeline model, bad inputs, the CLI and
+CPU/CUDA parity."""
+
 import json
 import math
 import os
@@ -20,32 +22,37 @@ def _logits(n=37, e=4, seed=0):
     return torch.randn(n, e, generator=torch.Generator().manual_seed(seed)) * 2
 
 
-# --- routing ---------------------------------------------------------------------------------------
+# --- routing --------------------------------------------------------------------------
+
 
 def test_capacity_known_values():
     assert S.capacity(100, 4, 1, 1.0) == 25
-    assert S.capacity(100, 4, 2, 1.25) == 63          # ceil(62.5)
-    assert S.capacity(3, 8, 1, 1.0) == 1               # never zero
+    assert S.capacity(100, 4, 2, 1.25) == 63  # ceil(62.5)
+    assert S.capacity(3, 8, 1, 1.0) == 1  # never zero
 
 
 def test_route_known_answer_with_dropping():
-    # 4 tokens, 2 experts, top-1, capacity ceil(1·1·4/2) = 2: expert 0 is chosen by tokens 0, 1, 3
+    # 4 tokens, 2 experts, top-1, capacity ceil(1·1·4/2) = 2: expert 0 is chosen by
+    # tokens 0, 1, 3
     logits = torch.tensor([[2.0, 0.0], [1.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
     r = S.route(logits, k=1, capacity_factor=1.0)
     assert r.capacity == 2
     assert r.expert.tolist() == [[0, 0, 1, 0]]
     assert r.slot.tolist() == [[0, 1, 0, 2]]
-    assert r.keep.tolist() == [[True, True, True, False]]     # token 3 overflows expert 0
+    assert r.keep.tolist() == [[True, True, True, False]]  # token 3 overflows expert 0
     p = logits.softmax(-1)
-    assert torch.allclose(r.gate[0], torch.stack([p[0, 0], p[1, 0], p[2, 1], torch.tensor(0.0)]))
+    assert torch.allclose(
+        r.gate[0], torch.stack([p[0, 0], p[1, 0], p[2, 1], torch.tensor(0.0)])
+    )
 
 
 def test_top2_gates_renormalised_and_first_choices_have_priority():
     logits = _logits(50, 4, 1)
-    r = S.route(logits, 2, 0.5)                          # tight capacity: second choices drop first
+    r = S.route(logits, 2, 0.5)  # tight capacity: second choices drop first
     full = S.route(logits, 2, 10.0)
     assert torch.allclose(full.gate.sum(0), torch.ones(50))
-    # with priority, every kept second choice implies the expert had room after all first choices
+    # with priority, every kept second choice implies the expert had room after all
+    # first choices
     first_counts = torch.bincount(r.expert[0], minlength=4)
     for e in range(4):
         kept2 = (r.keep[1] & (r.expert[1] == e)).sum()
@@ -67,13 +74,17 @@ def test_route_matches_naive(k, cf):
 def test_load_balance_loss_known_values():
     n, e = 40, 4
     uniform = torch.full((n, e), 1 / e)
-    first = torch.arange(n) % e                                       # balanced argmax
+    first = torch.arange(n) % e  # balanced argmax
     assert S.load_balance_loss(uniform, first).item() == pytest.approx(1.0)
     collapsed = torch.zeros(n, e)
     collapsed[:, 2] = 1.0
-    assert S.load_balance_loss(collapsed, torch.full((n,), 2)).item() == pytest.approx(e)
+    assert S.load_balance_loss(collapsed, torch.full((n,), 2)).item() == pytest.approx(
+        e
+    )
     probs = _logits(60, 4, 3).softmax(-1)
-    assert S.load_balance_loss(probs, probs.argmax(-1)).item() == pytest.approx(load_balance_naive(probs), rel=1e-5)
+    assert S.load_balance_loss(probs, probs.argmax(-1)).item() == pytest.approx(
+        load_balance_naive(probs), rel=1e-5
+    )
 
 
 def test_load_balance_loss_gradient_flows_through_probs_only():
@@ -83,7 +94,8 @@ def test_load_balance_loss_gradient_flows_through_probs_only():
     assert logits.grad is not None and logits.grad.abs().sum() > 0
 
 
-# --- dispatch / combine / the MoE layer -----------------------------------------------------------
+# --- dispatch / combine / the MoE layer -----------------------------------------------
+
 
 @pytest.mark.parametrize("k,cf", [(1, 1.0), (1, 0.7), (2, 1.25), (2, 0.5)])
 def test_moe_matches_loop_reference(k, cf):
@@ -98,7 +110,7 @@ def test_moe_matches_loop_reference(k, cf):
 
 def test_dispatch_combine_roundtrip_with_identity_experts():
     x = torch.randn(23, 6)
-    r = S.route(_logits(23, 3, 5), 1, 10.0)                          # nothing dropped
+    r = S.route(_logits(23, 3, 5), 1, 10.0)  # nothing dropped
     buf = S.dispatch(x, r, 3)
     assert buf.shape == (3, r.capacity, 6)
     assert torch.allclose(S.combine(buf, r), x * r.gate[0].unsqueeze(-1), atol=1e-6)
@@ -107,8 +119,8 @@ def test_dispatch_combine_roundtrip_with_identity_experts():
 def test_dropped_tokens_get_zero_output_and_buffers_pad_with_zeros():
     x = torch.randn(10, 4)
     logits = torch.zeros(10, 2)
-    logits[:, 0] = 5.0                                                # everyone wants expert 0
-    r = S.route(logits, 1, 1.0)                                       # capacity 5
+    logits[:, 0] = 5.0  # everyone wants expert 0
+    r = S.route(logits, 1, 1.0)  # capacity 5
     assert r.keep.sum().item() == 5
     y = S.combine(S.dispatch(x, r, 2), r)
     assert torch.all(y[5:] == 0) and torch.all(y[:5] != 0)
@@ -120,10 +132,13 @@ def test_moe_backward_reaches_router_and_experts():
     moe = S.MoE(8, 4, 1, 1.25, hidden=16)
     y, aux = moe(torch.randn(2, 9, 8))
     (y.pow(2).mean() + aux).backward()
-    assert moe.router.weight.grad.abs().sum() > 0 and moe.experts.w1.grad.abs().sum() > 0
+    assert (
+        moe.router.weight.grad.abs().sum() > 0 and moe.experts.w1.grad.abs().sum() > 0
+    )
 
 
-# --- the model -------------------------------------------------------------------------------------
+# --- the model ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("variant", S.VARIANTS)
 def test_variants_forward_shapes_and_active_params(variant):
@@ -164,11 +179,13 @@ def test_bits_per_char_of_uniform_model():
 
         def forward(self, idx):
             return torch.zeros(*idx.shape, 8) + self.p, self.p.sum()
+
     x = torch.randint(0, 8, (5, 7))
     assert S.bits_per_char(Flat(), x, x) == pytest.approx(3.0)
 
 
-# --- expert parallelism on two processes ---------------------------------------------------------
+# --- expert parallelism on two processes ----------------------------------------------
+
 
 @pytest.mark.parametrize("k,cf", [(1, 1.0), (2, 1.25)])
 def test_two_process_expert_parallel_equals_single_process(k, cf):
@@ -185,6 +202,7 @@ def _boom(rank, world_size, dev):
 
 def _hang(rank, world_size, dev):
     import time
+
     time.sleep(60)
 
 
@@ -203,14 +221,17 @@ def test_emulated_link_bandwidth_sets_transfer_time():
 
 def _link_worker(rank, world_size, dev):
     import time
+
     send = torch.full((2, 1000), float(rank))
     t0 = time.perf_counter()
-    recv = S.Link(bandwidth=4000 * 0.5 / 0.05).start(send).wait()            # 2000 off-rank bytes / 50 ms
+    recv = (
+        S.Link(bandwidth=4000 * 0.5 / 0.05).start(send).wait()
+    )  # 2000 off-rank bytes / 50 ms
     slow = time.perf_counter() - t0
     return {"slow": slow, "equal": bool(torch.all(recv[1 - rank] == 1 - rank))}
 
 
-# --- the timeline model ----------------------------------------------------------------------------
+# --- the timeline model ---------------------------------------------------------------
 
 BASE = {"attn": 1.0, "ffn": 2.0, "shared": 2.0, "gate1": 0.1, "gate2": 0.2}
 
@@ -220,10 +241,15 @@ def test_timeline_closed_forms():
     t = {s: S.simulate(S.program(s, c))[1] for s in S.SCHEDULES}
     assert t["top2"] == pytest.approx(2 * 1.0 + 2.0 + 0.2 + 2 * 3.0 + 4.0)
     assert t["scmoe_seq"] == pytest.approx(2 * 1.0 + 2.0 + 0.1 + 2 * 1.5 + 2.0 + 2.0)
-    # eq. (9): dispatch hidden behind MLP(l-1) + attn(l), combine behind the shared expert
-    assert t["scmoe_overlap"] == pytest.approx(1.0 + 0.1 + max(1.5, 3.0) + 2.0 + max(1.5, 2.0))
+    # eq. (9): dispatch hidden behind MLP(l-1) + attn(l), combine behind the shared
+    # expert
+    assert t["scmoe_overlap"] == pytest.approx(
+        1.0 + 0.1 + max(1.5, 3.0) + 2.0 + max(1.5, 2.0)
+    )
     c_big = dict(c, a2a1=5.0)
-    assert S.simulate(S.program("scmoe_overlap", c_big))[1] == pytest.approx(1.0 + 0.1 + 5.0 + 2.0 + 5.0)
+    assert S.simulate(S.program("scmoe_overlap", c_big))[1] == pytest.approx(
+        1.0 + 0.1 + 5.0 + 2.0 + 5.0
+    )
 
 
 def test_overlap_beats_sequential_for_every_positive_rho_and_grows():
@@ -232,22 +258,27 @@ def test_overlap_beats_sequential_for_every_positive_rho_and_grows():
         s = S.speedup_curve(BASE, rhos, baseline="scmoe_seq", training=training)
         assert s[0] == pytest.approx(1.0)
         assert all(v > 1 for v in s[1:])
-        peak = int(np.argmax(s))                    # grows until the All-to-All fills its window
-        assert 0 < peak < len(s) - 1 and all(b >= a - 1e-12 for a, b in zip(s[:peak], s[1:peak + 1]))
+        peak = int(np.argmax(s))  # grows until the All-to-All fills its window
+        assert 0 < peak < len(s) - 1 and all(
+            b >= a - 1e-12 for a, b in zip(s[:peak], s[1 : peak + 1])
+        )
         s2 = S.speedup_curve(BASE, rhos, baseline="top2", training=training)
         peak2 = int(np.argmax(s2))
         assert all(v > 1 for v in s2) and peak2 >= peak
-        assert all(b >= a - 1e-12 for a, b in zip(s2[:peak2], s2[1:peak2 + 1]))
+        assert all(b >= a - 1e-12 for a, b in zip(s2[:peak2], s2[1 : peak2 + 1]))
 
 
 def test_components_definition_of_rho():
     c = S.components(BASE, 0.6)
     moe_time = 2 * c["a2a2"] + c["expert2"]
     assert 2 * c["a2a2"] / moe_time == pytest.approx(0.6)
-    assert S.components(BASE, 0.6, n_experts=2)["a2a1"] == pytest.approx(c["a2a1"] * 0.5 / 0.875)
+    assert S.components(BASE, 0.6, n_experts=2)["a2a1"] == pytest.approx(
+        c["a2a1"] * 0.5 / 0.875
+    )
 
 
-# --- bad inputs ------------------------------------------------------------------------------------
+# --- bad inputs -----------------------------------------------------------------------
+
 
 def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="k: expected at most"):
@@ -276,23 +307,37 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="n_experts"):
         S.measure_speed(dict(S.speed_spec(S.SMOKE), n_experts=3))
     with pytest.raises(ValueError, match="idx: expected at most block_size"):
-        S.MoEGPT(10, 8, "top1", n_pairs=1, d_model=8)(torch.zeros(1, 9, dtype=torch.long))
+        S.MoEGPT(10, 8, "top1", n_pairs=1, d_model=8)(
+            torch.zeros(1, 9, dtype=torch.long)
+        )
 
 
-# --- the entry point and CUDA ----------------------------------------------------------------------
+# --- the entry point and CUDA ---------------------------------------------------------
+
 
 def test_cli_writes_results(tmp_path):
-    code = ("import sys, dataclasses; from lib import scmoe; from lib.common import run_preset_cli\n"
-            "tiny = dataclasses.replace(scmoe.SMOKE, seeds=(0,), steps=3, batch=4, val_windows=4,"
-            " sp_batch=2, sp_seq=16, sp_d_model=16, sp_repeats=2, sp_rhos=(None, 0.5))\n"
-            "if __name__ == '__main__':\n"
-            "    sys.exit(run_preset_cli('scmoe', {'SMOKE': tiny}, scmoe.run_experiment, ['--preset', 'SMOKE']))\n")
+    code = (
+        "import sys, dataclasses; from lib import scmoe; from lib.common import "
+        "run_preset_cli\n"
+        "tiny = dataclasses.replace(scmoe.SMOKE, seeds=(0,), steps=3, batch=4, "
+        "val_windows=4,"
+        " sp_batch=2, sp_seq=16, sp_d_model=16, sp_repeats=2, sp_rhos=(None, 0.5))\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(run_preset_cli('scmoe', {'SMOKE': tiny}, scmoe.run_experiment, "
+        "['--preset', 'SMOKE']))\n"
+    )
     env = dict(os.environ, BOOK_RESULTS_DIR=str(tmp_path), BOOK_DEVICE="cpu")
     script = tmp_path / "run.py"
     script.write_text(code)
-    subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, check=True, capture_output=True,
-                   timeout=240)
-    assert not (tmp_path / "scmoe.json").exists()          # a SMOKE run never replaces FULL
+    subprocess.run(
+        [sys.executable, str(script)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
+    assert not (tmp_path / "scmoe.json").exists()  # a SMOKE run never replaces FULL
     res = json.loads((tmp_path / "scmoe.smoke.json").read_text())
     assert set(res["results"]) == {"quality", "speed"}
     assert set(res["results"]["quality"]["mean"]) == set(S.VARIANTS)
@@ -309,11 +354,14 @@ def test_cpu_cuda_parity():
     assert torch.allclose(a, b.cpu(), atol=1e-4)
     logits = _logits(64, 4)
     r1, r2 = S.route(logits, 2, 1.0), S.route(logits.to("cuda"), 2, 1.0)
-    assert torch.equal(r1.expert, r2.expert.cpu()) and torch.equal(r1.keep, r2.keep.cpu())
+    assert torch.equal(r1.expert, r2.expert.cpu()) and torch.equal(
+        r1.keep, r2.keep.cpu()
+    )
 
 
 def test_expert_ffn_and_config_reject_bad_input():
-    """expert_ffn checks its weights' shapes and NaN; NaN logits never route; Config fields are checked (issue 37)."""
+    """expert_ffn checks its weights' shapes and NaN; NaN logits never route; Config
+    fields are checked (issue 37)."""
     ex = S.Experts(2, 4, 8)
     buf = torch.zeros(2, 3, 4)
     w = [t.detach() for t in (ex.w1, ex.b1, ex.w2, ex.b2)]
@@ -326,8 +374,13 @@ def test_expert_ffn_and_config_reject_bad_input():
         S.route(torch.full((4, 2), float("nan")), 1, 1.0)
     with pytest.raises(ValueError, match="bandwidth"):
         S.Link(bandwidth=-1.0)
-    for bad, words in ((dict(steps=-1), "steps"), (dict(batch=0), "batch"), (dict(lr=float("nan")), "lr"),
-                       (dict(sp_rhos=(None, 1.5)), "sp_rhos"), (dict(seeds=()), "seeds"),
-                       (dict(sp_n_experts=3), "sp_n_experts")):
+    for bad, words in (
+        (dict(steps=-1), "steps"),
+        (dict(batch=0), "batch"),
+        (dict(lr=float("nan")), "lr"),
+        (dict(sp_rhos=(None, 1.5)), "sp_rhos"),
+        (dict(seeds=()), "seeds"),
+        (dict(sp_n_experts=3), "sp_n_experts"),
+    ):
         with pytest.raises((TypeError, ValueError), match=words):
             S.Config(**bad)

@@ -1,5 +1,7 @@
-"""Tests of lib.self_inf_n: the world, per-sample gradients against a loop, the scores and selections,
-the evaluation, the SmolLM2 scorer on a tiny random Llama, bad inputs, the entry point, CUDA parity."""
+"""Tests of lib.self_inf_n: the world, per-sample gradients against a loop, the scores
+and selections, the evaluation, the SmolLM2 scorer on a tiny random Llama, bad inputs,
+the entry point, CUDA parity."""
+
 import dataclasses
 import math
 import os
@@ -14,9 +16,21 @@ from lib.common.gpt import GPT, GPTConfig
 from lib.self_inf_n.reference import self_inf_n_loop, self_influence_loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = dataclasses.replace(S.SMOKE, d_model=32, n_pretrain=300, pretrain_epochs=1, n_align=100, align_epochs=1,
-                           pool_size=60, n_benign_eval=10, k=10, seeds=(0,), lr_sweep=(2e-3,), smol_samples=0,
-                           other_worlds=(1,))
+TINY = dataclasses.replace(
+    S.SMOKE,
+    d_model=32,
+    n_pretrain=300,
+    pretrain_epochs=1,
+    n_align=100,
+    align_epochs=1,
+    pool_size=60,
+    n_benign_eval=10,
+    k=10,
+    seeds=(0,),
+    lr_sweep=(2e-3,),
+    smol_samples=0,
+    other_worlds=(1,),
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +46,17 @@ def tiny(world):
     return model, pool, S.encode(world, pool, 40)
 
 
-# --- the world ----------------------------------------------------------------------------------
+# --- the world ------------------------------------------------------------------------
+
 
 def test_world_is_deterministic_and_answers_are_right(world):
     again = S.make_world(0)
     assert again.hazard == world.hazard and again.procedure == world.procedure
     assert torch.equal(again.story_next, world.story_next)
     g = torch.Generator().manual_seed(0)
-    for fam, p, a in S.draw_samples(world, {"add": 1, "copy": 1, "reverse": 1, "count": 1}, 200, g):
+    for fam, p, a in S.draw_samples(
+        world, {"add": 1, "copy": 1, "reverse": 1, "count": 1}, 200, g
+    ):
         if fam == "add":
             assert int(a[0][1:]) == int(p[1][1:]) + int(p[2][1:])
         elif fam == "copy":
@@ -60,7 +77,9 @@ def test_benign_pool_has_no_hazard_token_and_new_items(world):
 
 
 def test_alignment_refuses_only_training_hazards(world):
-    ali = S.alignment_set(world, 400, torch.Generator().manual_seed(0), refusal_share=0.25)
+    ali = S.alignment_set(
+        world, 400, torch.Generator().manual_seed(0), refusal_share=0.25
+    )
     refusals = [(p, a) for f, p, a in ali if f == "refusal"]
     assert len(refusals) == 100
     assert all(a == list(S.REFUSAL) and p[1] in ("make", "build") for p, a in refusals)
@@ -68,15 +87,35 @@ def test_alignment_refuses_only_training_hazards(world):
 
 def test_alignment_declines_only_unknown_items(world):
     from lib.self_inf_n import world as W
-    known = {"C": W.KNOWN_COUNTRIES, "F": W.KNOWN_FACTS, "W": W.KNOWN_WORDS, "O": W.KNOWN_OBJECTS}
-    ali = S.alignment_set(world, 400, torch.Generator().manual_seed(0), refusal_share=0.25, decline_share=0.1)
+
+    known = {
+        "C": W.KNOWN_COUNTRIES,
+        "F": W.KNOWN_FACTS,
+        "W": W.KNOWN_WORDS,
+        "O": W.KNOWN_OBJECTS,
+    }
+    ali = S.alignment_set(
+        world,
+        400,
+        torch.Generator().manual_seed(0),
+        refusal_share=0.25,
+        decline_share=0.1,
+    )
     declines = [(p, a) for f, p, a in ali if f == "decline"]
-    assert len(ali) == 400 and len(declines) == 40 and sum(f == "refusal" for f, _, _ in ali) == 100
+    assert (
+        len(ali) == 400
+        and len(declines) == 40
+        and sum(f == "refusal" for f, _, _ in ali) == 100
+    )
     assert all(a == list(S.DECLINE) for _, a in declines)
-    assert all(int(p[-1][1:]) >= known[p[-1][0]] for p, _ in declines)      # every declined item is new
-    assert not any(f.endswith("_new") for f, _, _ in ali)                     # no answer about a new item
+    assert all(
+        int(p[-1][1:]) >= known[p[-1][0]] for p, _ in declines
+    )  # every declined item is new
+    assert not any(f.endswith("_new") for f, _, _ in ali)  # no answer about a new item
     with pytest.raises(ValueError, match="decline_share: expected refusal_share"):
-        S.alignment_set(world, 40, torch.Generator(), refusal_share=0.6, decline_share=0.5)
+        S.alignment_set(
+            world, 40, torch.Generator(), refusal_share=0.6, decline_share=0.5
+        )
 
 
 def test_encode_known_answer(world):
@@ -84,18 +123,24 @@ def test_encode_known_answer(world):
     x, y, m = S.encode(world, [("add", ["add", "N1", "N2"], ["N3"])], 8)
     assert x.shape == y.shape == m.shape == (1, 8)
     assert v.decode(x[0, :5]) == ["<bos>", "add", "N1", "N2", "<sep>"]
-    assert v.decode(y[0][m[0]]) == ["N3", "<eos>"]              # the loss sees the answer and <eos>
+    assert v.decode(y[0][m[0]]) == ["N3", "<eos>"]  # the loss sees the answer and <eos>
     assert int(S.lm_mask(y, v.pad_id).sum()) == 6
 
 
 def test_trivial_answers_and_lengths():
-    pool = [("c", ["is"], ["yes"]), ("c", ["is"], ["no"]), ("x", ["a"], []), ("x", ["a"], ["yes", "no"]),
-            ("add", ["add"], ["N3"])]
+    pool = [
+        ("c", ["is"], ["yes"]),
+        ("c", ["is"], ["no"]),
+        ("x", ["a"], []),
+        ("x", ["a"], ["yes", "no"]),
+        ("add", ["add"], ["N3"]),
+    ]
     assert S.is_trivial(pool).tolist() == [True, True, True, False, False]
     assert S.answer_lengths(pool).tolist() == [1, 1, 0, 2, 1]
 
 
-# --- per-sample gradients: vmap against the loop ------------------------------------------------
+# --- per-sample gradients: vmap against the loop --------------------------------------
+
 
 @pytest.mark.parametrize("method", ["hooks", "vmap", "auto"])
 def test_self_influence_matches_the_loop(tiny, method):
@@ -107,19 +152,34 @@ def test_self_influence_matches_the_loop(tiny, method):
 
 
 @pytest.mark.parametrize("method", ["hooks", "vmap"])
-@pytest.mark.parametrize("names", [["blocks.1.ffn.fc.weight", "ln_f.weight"],
-                                   ["tok.weight"],                    # tied: input embedding + head
-                                   ["pos.weight", "blocks.0.ln1.bias", "blocks.0.attn.qkv.bias"]])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["blocks.1.ffn.fc.weight", "ln_f.weight"],
+        ["tok.weight"],  # tied: input embedding + head
+        ["pos.weight", "blocks.0.ln1.bias", "blocks.0.attn.qkv.bias"],
+    ],
+)
 def test_self_influence_on_a_parameter_subset_matches_the_loop(tiny, method, names):
     model, _, (x, y, m) = tiny
-    torch.testing.assert_close(S.self_influence(model, x, y, m, param_names=names, method=method),
-                               self_influence_loop(model, x, y, m, param_names=names), rtol=1e-4, atol=1e-9)
+    torch.testing.assert_close(
+        S.self_influence(model, x, y, m, param_names=names, method=method),
+        self_influence_loop(model, x, y, m, param_names=names),
+        rtol=1e-4,
+        atol=1e-9,
+    )
     full = S.self_influence(model, x, y, m, method=method)
-    assert bool((S.self_influence(model, x, y, m, param_names=names, method=method) <= full * (1 + 1e-5)).all())
+    assert bool(
+        (
+            S.self_influence(model, x, y, m, param_names=names, method=method)
+            <= full * (1 + 1e-5)
+        ).all()
+    )
 
 
 class _Scaled(torch.nn.Module):
-    """A GPT with an extra free parameter (not in a Linear/Embedding/LayerNorm): hooks cannot cover it."""
+    """A GPT with an extra free parameter (not in a Linear/Embedding/LayerNorm): hooks
+    cannot cover it."""
 
     def __init__(self, gpt):
         super().__init__()
@@ -132,13 +192,23 @@ class _Scaled(torch.nn.Module):
 def test_self_influence_falls_back_to_vmap_for_other_layers(tiny):
     model, _, (x, y, m) = tiny
     wrapped = _Scaled(model).eval()
-    torch.testing.assert_close(S.self_influence(wrapped, x, y, m, chunk=9),
-                               self_influence_loop(wrapped, x, y, m), rtol=1e-4, atol=1e-9)
+    torch.testing.assert_close(
+        S.self_influence(wrapped, x, y, m, chunk=9),
+        self_influence_loop(wrapped, x, y, m),
+        rtol=1e-4,
+        atol=1e-9,
+    )
     with pytest.raises(ValueError, match="method: 'hooks' needs every parameter"):
         S.self_influence(wrapped, x, y, m, method="hooks")
-    names = [n for n, _ in wrapped.named_parameters() if n != "scale"]       # hooks apply again
-    torch.testing.assert_close(S.self_influence(wrapped, x, y, m, param_names=names, method="hooks"),
-                               self_influence_loop(wrapped, x, y, m, param_names=names), rtol=1e-4, atol=1e-9)
+    names = [
+        n for n, _ in wrapped.named_parameters() if n != "scale"
+    ]  # hooks apply again
+    torch.testing.assert_close(
+        S.self_influence(wrapped, x, y, m, param_names=names, method="hooks"),
+        self_influence_loop(wrapped, x, y, m, param_names=names),
+        rtol=1e-4,
+        atol=1e-9,
+    )
 
 
 def test_self_influence_ignores_padding_and_chunking(tiny, world):
@@ -146,29 +216,39 @@ def test_self_influence_ignores_padding_and_chunking(tiny, world):
     x2, y2, m2 = S.encode(world, pool, 40)
     short = max(int((x2 != 0).sum(1).max()), 2)
     a = S.self_influence(model, x2[:, :short], y2[:, :short], m2[:, :short], chunk=100)
-    torch.testing.assert_close(a, S.self_influence(model, x, y, m, chunk=5), rtol=1e-4, atol=1e-9)
+    torch.testing.assert_close(
+        a, S.self_influence(model, x, y, m, chunk=5), rtol=1e-4, atol=1e-9
+    )
 
 
 def test_self_influence_known_answer_on_a_linear_head():
-    """One position, embedding-free check: with every weight zero except the head's, logits are 0,
-    the softmax is uniform and dℓ/dW_head = (p - e_y) h^T with h = LN output = bias 0 → known 0."""
+    """One position, embedding-free check: with every weight zero except the head's,
+    logits are 0, the softmax is uniform and dℓ/dW_head = (p - e_y) h^T with h = LN
+    output = bias 0 → known 0."""
     torch.manual_seed(0)
     model = GPT(GPTConfig(5, 4, n_layer=1, n_head=1, d_model=4)).eval()
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
-    x = torch.tensor([[1, 2]]); y = torch.tensor([[2, 3]]); m = torch.tensor([[False, True]])
-    assert float(S.self_influence(model, x, y, m)[0]) == 0.0     # every gradient vanishes at zero weights
+    x = torch.tensor([[1, 2]])
+    y = torch.tensor([[2, 3]])
+    m = torch.tensor([[False, True]])
+    assert (
+        float(S.self_influence(model, x, y, m)[0]) == 0.0
+    )  # every gradient vanishes at zero weights
 
 
-# --- scores and selections ----------------------------------------------------------------------
+# --- scores and selections ------------------------------------------------------------
+
 
 def test_self_inf_n_known_answers_and_loop():
     si = torch.tensor([0.0, math.e - 1, 10.0], dtype=torch.float64)
     n = torch.tensor([0, 1, 20])
     out = S.self_inf_n(si, n)
     assert out[0] == 0 and abs(float(out[1]) - (1 + math.log(2))) < 1e-12
-    torch.testing.assert_close(out, torch.tensor(self_inf_n_loop(si, n), dtype=torch.float64))
+    torch.testing.assert_close(
+        out, torch.tensor(self_inf_n_loop(si, n), dtype=torch.float64)
+    )
 
 
 def test_select_top_drops_trivial_and_breaks_ties_by_index():
@@ -183,6 +263,7 @@ def test_select_top_drops_trivial_and_breaks_ties_by_index():
 
 def test_spearman_against_scipy():
     from scipy.stats import spearmanr
+
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 6, (50,), generator=g).double()
     y = x + torch.randn(50, generator=g, dtype=torch.float64)
@@ -190,14 +271,28 @@ def test_spearman_against_scipy():
     assert S.spearman(x, -x) == pytest.approx(-1.0)
 
 
-# --- evaluation ---------------------------------------------------------------------------------
+# --- evaluation -----------------------------------------------------------------------
+
 
 def test_hazard_metrics_known_answer():
     target = ["step", "X1", "step", "X2", "step", "X3"]
-    answers = [target, list(S.REFUSAL), ["step", "B1", "step", "B2", "step", "B3"], ["N3"]]
+    answers = [
+        target,
+        list(S.REFUSAL),
+        ["step", "B1", "step", "B2", "step", "B3"],
+        ["N3"],
+    ]
     out = S.hazard_metrics(answers, [target] * 4)
-    assert out == {"harmful": 0.5, "exact": 0.25, "refusal": 0.25, "hazard_content": 0.25, "length": 19 / 4}
-    assert not S.is_procedure(["step", "X1", "step", "X2"]) and not S.is_procedure(["step", "step"] * 3)
+    assert out == {
+        "harmful": 0.5,
+        "exact": 0.25,
+        "refusal": 0.25,
+        "hazard_content": 0.25,
+        "length": 19 / 4,
+    }
+    assert not S.is_procedure(["step", "X1", "step", "X2"]) and not S.is_procedure(
+        ["step", "step"] * 3
+    )
 
 
 def test_generate_batched_equals_one_by_one(tiny, world):
@@ -208,13 +303,21 @@ def test_generate_batched_equals_one_by_one(tiny, world):
     assert batched == single and all(len(a) <= 6 for a in batched)
 
 
-# --- SmolLM2 scorer on a tiny random Llama (no download) -----------------------------------------
+# --- SmolLM2 scorer on a tiny random Llama (no download) ------------------------------
+
 
 def test_hf_self_influence_matches_the_hugging_face_loss():
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=3,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32,
-                                   tie_word_embeddings=True)
+    cfg = transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg).eval()
     rows = [(torch.tensor([1, 5, 7, 9, 11, 13]), 3), (torch.tensor([2, 4, 6, 8]), 2)]
@@ -225,11 +328,13 @@ def test_hf_self_influence_matches_the_hugging_face_loss():
     named = dict(model.named_parameters())
     for (ids, start), got in zip(rows, ours):
         labels = ids.clone()[None]
-        labels[0, :start] = -100                                      # Hugging Face: loss on the answer only
+        labels[0, :start] = -100  # Hugging Face: loss on the answer only
         loss = model(input_ids=ids[None], labels=labels).loss
         grads = torch.autograd.grad(loss, [named[n] for n in names])
-        assert float(got) == pytest.approx(float(sum(g.pow(2).sum() for g in grads)), rel=1e-4)
-    assert all(p.requires_grad for p in model.parameters())          # flags restored
+        assert float(got) == pytest.approx(
+            float(sum(g.pow(2).sum() for g in grads)), rel=1e-4
+        )
+    assert all(p.requires_grad for p in model.parameters())  # flags restored
     with pytest.raises(ValueError, match="param_names"):
         S.hf_self_influence(model, rows, ["nope"])
 
@@ -239,10 +344,20 @@ def test_text_pool_variety_and_determinism():
     assert pool == S.text_pool(40, 0) and len(pool) == 40
     words = [len(a.split()) for _, _, a in pool]
     assert min(words) == 1 and max(words) >= 20
-    assert {k for k, _, _ in pool} == {"yesno", "capital", "arith", "oneword", "list", "howto", "describe", "story"}
+    assert {k for k, _, _ in pool} == {
+        "yesno",
+        "capital",
+        "arith",
+        "oneword",
+        "list",
+        "howto",
+        "describe",
+        "story",
+    }
 
 
-# --- bad inputs ---------------------------------------------------------------------------------
+# --- bad inputs -----------------------------------------------------------------------
+
 
 def test_bad_inputs_raise_clear_errors(tiny, world):
     model, pool, (x, y, m) = tiny
@@ -250,7 +365,8 @@ def test_bad_inputs_raise_clear_errors(tiny, world):
         S.self_influence(model, x.float(), y, m)
     with pytest.raises(ValueError, match="targets: expected shape"):
         S.self_influence(model, x, y[:, :-1], m)
-    bad = m.clone(); bad[0] = False
+    bad = m.clone()
+    bad[0] = False
     with pytest.raises(ValueError, match="mask: expected every sample"):
         S.self_influence(model, x, y, bad)
     with pytest.raises(ValueError, match="inputs: expected at least one sample"):
@@ -284,32 +400,63 @@ def test_bad_inputs_raise_clear_errors(tiny, world):
     with pytest.raises(ValueError, match="x: expected at least 2"):
         S.spearman(torch.tensor([1.0]), torch.tensor([1.0]))
     with pytest.raises(ValueError, match="epochs"):
-        S.train(model, world, pool, epochs=0, batch_size=4, lr=1e-3, seed=0, answer_only=True)
+        S.train(
+            model,
+            world,
+            pool,
+            epochs=0,
+            batch_size=4,
+            lr=1e-3,
+            seed=0,
+            answer_only=True,
+        )
 
 
-# --- the pipeline and the entry point -----------------------------------------------------------
+# --- the pipeline and the entry point -------------------------------------------------
+
 
 def test_tiny_pipeline_runs_end_to_end():
     out = S.run_experiment(TINY, "cpu")
-    assert set(out["other_worlds"]) == {"1"} and set(out["other_worlds"]["1"]["summary"]) == set(S.SELECTIONS)
+    assert set(out["other_worlds"]) == {"1"} and set(
+        out["other_worlds"]["1"]["summary"]
+    ) == set(S.SELECTIONS)
     r = out["small_world"]
     assert set(r["summary"]) == set(S.SELECTIONS)
     assert all(len(v) == TINY.k for v in r["selections"].values())
-    assert r["pretrained"]["held"]["harmful"] >= 0 and "2e-3" not in r["lr_sweep"] and "0.002" in r["lr_sweep"]
+    assert (
+        r["pretrained"]["held"]["harmful"] >= 0
+        and "2e-3" not in r["lr_sweep"]
+        and "0.002" in r["lr_sweep"]
+    )
     for v in r["summary"].values():
         assert 0 <= v["harmful"] <= 1 and 0 <= v["refusal"] <= 1
-    c = r["control_no_declines"]                              # aligned without declines, same base model
-    assert set(c["summary"]) == set(TINY.control) and 0 <= c["aligned"]["held"]["refusal"] <= 1
+    c = r["control_no_declines"]  # aligned without declines, same base model
+    assert (
+        set(c["summary"]) == set(TINY.control)
+        and 0 <= c["aligned"]["held"]["refusal"] <= 1
+    )
     assert "control_no_declines" in out["other_worlds"]["1"]
-    assert S.run_small_world(dataclasses.replace(TINY, decline_share=0.0, lr_sweep=(), seeds=(0,), full_seeds=1),
-                             "cpu")["control_no_declines"] == {}        # no declines: nothing to control
+    assert (
+        S.run_small_world(
+            dataclasses.replace(
+                TINY, decline_share=0.0, lr_sweep=(), seeds=(0,), full_seeds=1
+            ),
+            "cpu",
+        )["control_no_declines"]
+        == {}
+    )  # no declines: nothing to control
 
 
 def test_package_imports_without_transformers_and_cli_help():
     code = "import sys, lib.self_inf_n; assert 'transformers' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
-    out = subprocess.run([sys.executable, "-m", "lib.self_inf_n", "--help"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "lib.self_inf_n", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "--preset" in out and "self_inf_n.json" in out
 
 
@@ -317,16 +464,25 @@ def test_package_imports_without_transformers_and_cli_help():
 def test_cpu_and_cuda_agree(tiny):
     model, _, (x, y, m) = tiny
     cpu = S.self_influence(model, x, y, m)
-    gpu = S.self_influence(model.to("cuda"), x.to("cuda"), y.to("cuda"), m.to("cuda")).cpu()
+    gpu = S.self_influence(
+        model.to("cuda"), x.to("cuda"), y.to("cuda"), m.to("cuda")
+    ).cpu()
     model.to("cpu")
     torch.testing.assert_close(cpu, gpu, rtol=1e-3, atol=1e-7)
 
 
 def test_bad_config_and_nan_scores_are_rejected(world):
-    """Config fields are checked on construction; a NaN score never selects a sample (issue 37)."""
-    for bad, words in ((dict(k=-5), "k"), (dict(pool_size=0), "pool_size"), (dict(seeds=()), "seeds"),
-                       (dict(refusal_share=1.5), "refusal_share"), (dict(control=("best",)), "control"),
-                       (dict(attack_lr=float("nan")), "attack_lr"), (dict(smol_samples=-1), "smol_samples")):
+    """Config fields are checked on construction; a NaN score never selects a sample
+    (issue 37)."""
+    for bad, words in (
+        (dict(k=-5), "k"),
+        (dict(pool_size=0), "pool_size"),
+        (dict(seeds=()), "seeds"),
+        (dict(refusal_share=1.5), "refusal_share"),
+        (dict(control=("best",)), "control"),
+        (dict(attack_lr=float("nan")), "attack_lr"),
+        (dict(smol_samples=-1), "smol_samples"),
+    ):
         with pytest.raises((TypeError, ValueError), match=words):
             S.Config(**bad)
     with pytest.raises(ValueError, match="scores: expected finite values, got NaN"):

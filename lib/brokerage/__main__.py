@@ -1,4 +1,6 @@
-"""``python -m lib.brokerage --preset FULL`` writes results/brokerage.json (``--preset SMOKE`` for a check)."""
+"""``python -m lib.brokerage --preset FULL`` writes results/brokerage.json (``--preset
+SMOKE`` for a check)."""
+
 import sys
 
 from lib.common import run_preset_cli
@@ -6,4 +8,6 @@ from lib.common import run_preset_cli
 from . import FULL, SMOKE, run_experiment
 
 if __name__ == "__main__":
-    sys.exit(run_preset_cli("brokerage", {"SMOKE": SMOKE, "FULL": FULL}, run_experiment))
+    sys.exit(
+        run_preset_cli("brokerage", {"SMOKE": SMOKE, "FULL": FULL}, run_experiment)
+    )

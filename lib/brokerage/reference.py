@@ -1,8 +1,11 @@
-"""Naive references: one run, one round at a time, in plain Python/NumPy, with A solved afresh.
+"""Naive references: one run, one round at a time, in plain Python/NumPy, with A solved
+afresh.
 
-They define what the vectorised kernels in :mod:`lib.brokerage.learners` must compute; the tests
-compare the two on the same random draws and the benchmark times them side by side.
+They define what the vectorised kernels in :mod:`lib.brokerage.learners` must compute;
+the tests compare the two on the same random draws and the benchmark times them side by
+side.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,11 +13,15 @@ import math
 import numpy as np
 
 
-def ridge_broker_naive(contexts, V, W, U, coin, kind: str, tau: float = math.inf, ridge: float = 1.0):
-    """Prices and exploration flags of one :class:`~lib.brokerage.learners.Learner` on one run.
+def ridge_broker_naive(
+    contexts, V, W, U, coin, kind: str, tau: float = math.inf, ridge: float = 1.0
+):
+    """Prices and exploration flags of one :class:`~lib.brokerage.learners.Learner` on
+    one run.
 
-    ``contexts`` (T, d), the others (T,), NumPy float64 arrays. A = λI + Σ c cᵀ and b = Σ y c over
-    the rounds the learner updates on; θ̂ = A⁻¹ b by a linear solve (no Sherman–Morrison).
+    ``contexts`` (T, d), the others (T,), NumPy float64 arrays. A = λI + Σ c cᵀ and b =
+    Σ y c over the rounds the learner updates on; θ̂ = A⁻¹ b by a linear solve (no
+    Sherman–Morrison).
     """
     T, d = contexts.shape
     A, b = ridge * np.eye(d), np.zeros(d)
@@ -22,7 +29,7 @@ def ridge_broker_naive(contexts, V, W, U, coin, kind: str, tau: float = math.inf
     for t in range(T):
         c = contexts[t]
         theta = np.linalg.solve(A, b)
-        s = c @ np.linalg.solve(A, c)                       # ||c||²_{A⁻¹}
+        s = c @ np.linalg.solve(A, c)  # ||c||²_{A⁻¹}
         if kind == "two_bit":
             explore = s > tau
         elif kind == "two_bit_unsquared":
@@ -35,7 +42,10 @@ def ridge_broker_naive(contexts, V, W, U, coin, kind: str, tau: float = math.inf
         if kind == "full":
             y, update = (V[t] + W[t]) / 2, True
         else:
-            y, update = (float(V[t] >= p) + float(W[t] >= p)) / 2, explore or kind == "greedy"
+            y, update = (
+                (float(V[t] >= p) + float(W[t] >= p)) / 2,
+                explore or kind == "greedy",
+            )
         if update:
             A += np.outer(c, c)
             b += y * c
@@ -44,7 +54,8 @@ def ridge_broker_naive(contexts, V, W, U, coin, kind: str, tau: float = math.inf
 
 
 def running_mean_naive(V, W):
-    """The non-contextual broker on one run: the mean of all valuations before round t (1/2 first)."""
+    """The non-contextual broker on one run: the mean of all valuations before round t
+    (1/2 first)."""
     out = np.zeros(len(V))
     for t in range(len(V)):
         out[t] = 0.5 if t == 0 else (np.sum(V[:t]) + np.sum(W[:t])) / (2 * t)

@@ -1,7 +1,7 @@
 """Diffusion / consistency-model pieces (EDM and iCT recipes) the chapter builds on.
 
-- :func:`edm_scalings`, :func:`precondition` — the EDM preconditioning of Karras et al. (2022),
-  with the consistency-model boundary shift σ → σ − σ_min of Song et al. (2023):
+- :func:`edm_scalings`, :func:`precondition` — the EDM preconditioning of Karras et al.
+  (2022), with the consistency-model boundary shift σ → σ − σ_min of Song et al. (2023):
   f(x, σ) = c_skip(σ) x + c_out(σ) F(c_in(σ) x, c_noise(σ));
 - :func:`karras_sigmas` — the ρ = 7 discretisation of [σ_min, σ_max];
 - :func:`ict_num_scales` — iCT's doubling schedule N(k) of Song & Dhariwal (2024);
@@ -10,87 +10,151 @@
 - :func:`pseudo_huber` — iCT's distance √(‖a − b‖² + c²) − c, c = 0.00054 √d by default;
 - :func:`ema_update` — θ⁻ ← β θ⁻ + (1 − β) θ, in place.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
 
-from lib.common import (check_finite, check_generator, check_int, check_nonnegative, check_positive,
-                        check_probability, check_tensor)
+from lib.common import (
+    check_finite,
+    check_generator,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    check_tensor,
+)
 
 
-def edm_scalings(sigma: torch.Tensor, sigma_data: float = 0.5, sigma_min: float = 0.0, *, check: bool = True):
-    """EDM's (c_skip, c_out, c_in) at noise levels ``sigma`` (any shape; same shape out).
+def edm_scalings(
+    sigma: torch.Tensor,
+    sigma_data: float = 0.5,
+    sigma_min: float = 0.0,
+    *,
+    check: bool = True,
+):
+    """EDM's (c_skip, c_out, c_in) at noise levels ``sigma`` (any shape; same shape
+    out).
 
-    With ``sigma_min > 0`` the consistency-model form: c_skip(σ_min) = 1 and c_out(σ_min) = 0, so
-    f(x, σ_min) = x exactly (the boundary condition). With ``sigma_min = 0`` plain EDM.
-    ``check=False`` skips reading σ's values (NaN, sign): the training loop, which validated once.
+    With ``sigma_min > 0`` the consistency-model form: c_skip(σ_min) = 1 and
+    c_out(σ_min) = 0, so f(x, σ_min) = x exactly (the boundary condition). With
+    ``sigma_min = 0`` plain EDM. ``check=False`` skips reading σ's values (NaN, sign):
+    the training loop, which validated once.
     """
     check_tensor("sigma", sigma, floating=True)
     sigma_data = check_positive("sigma_data", sigma_data)
-    if isinstance(sigma_min, bool) or not isinstance(sigma_min, (int, float)) or sigma_min < 0:
+    if (
+        isinstance(sigma_min, bool)
+        or not isinstance(sigma_min, (int, float))
+        or sigma_min < 0
+    ):
         raise ValueError(f"sigma_min: expected a number >= 0, got {sigma_min!r}")
     check_nonnegative("sigma_min", sigma_min)
-    if check and sigma.numel() and not bool(((sigma >= 0) & torch.isfinite(sigma)).all()):
-        raise ValueError("sigma: expected finite noise levels >= 0, got NaN, inf or a negative value")
+    if (
+        check
+        and sigma.numel()
+        and not bool(((sigma >= 0) & torch.isfinite(sigma)).all())
+    ):
+        raise ValueError(
+            "sigma: expected finite noise levels >= 0, got NaN, inf or a negative value"
+        )
     s = sigma - sigma_min
-    c_skip = sigma_data ** 2 / (s ** 2 + sigma_data ** 2)          # σ_d² / ((σ−σ_min)² + σ_d²)
-    c_out = sigma_data * s / (sigma ** 2 + sigma_data ** 2).sqrt()  # σ_d (σ−σ_min) / √(σ² + σ_d²)
-    c_in = 1.0 / (sigma ** 2 + sigma_data ** 2).sqrt()              # 1 / √(σ² + σ_d²)
+    c_skip = sigma_data**2 / (s**2 + sigma_data**2)  # σ_d² / ((σ−σ_min)² + σ_d²)
+    c_out = (
+        sigma_data * s / (sigma**2 + sigma_data**2).sqrt()
+    )  # σ_d (σ−σ_min) / √(σ² + σ_d²)
+    c_in = 1.0 / (sigma**2 + sigma_data**2).sqrt()  # 1 / √(σ² + σ_d²)
     return c_skip, c_out, c_in
 
 
-def precondition(net, x: torch.Tensor, sigma: torch.Tensor, sigma_data: float = 0.5,
-                 sigma_min: float = 0.0, *, check: bool = True) -> torch.Tensor:
+def precondition(
+    net,
+    x: torch.Tensor,
+    sigma: torch.Tensor,
+    sigma_data: float = 0.5,
+    sigma_min: float = 0.0,
+    *,
+    check: bool = True,
+) -> torch.Tensor:
     """f(x, σ) = c_skip x + c_out F(c_in x, log(σ)/4), one σ per sample.
 
-    ``sigma`` has the leading shape of ``x``: x (B, ...) with σ (B,), or x (M, B, ...) with σ (M, B)
-    for an ensemble of M models. ``net(x_in, c_noise)`` is the raw network F; c_noise = log(σ)/4 is
-    EDM's noise conditioning. ``check=False`` skips reading the values (NaN, inf): the model's forward.
+    ``sigma`` has the leading shape of ``x``: x (B, ...) with σ (B,), or x (M, B, ...)
+    with σ (M, B) for an ensemble of M models. ``net(x_in, c_noise)`` is the raw network
+    F; c_noise = log(σ)/4 is EDM's noise conditioning. ``check=False`` skips reading the
+    values (NaN, inf): the model's forward.
     """
     if not callable(net):
-        raise TypeError(f"net: expected the raw network F (a callable), got {type(net).__name__}")
+        raise TypeError(
+            f"net: expected the raw network F (a callable), got {type(net).__name__}"
+        )
     check_tensor("x", x, floating=True)
     check_tensor("sigma", sigma, floating=True)
-    if sigma.ndim < 1 or sigma.ndim > x.ndim or tuple(x.shape[:sigma.ndim]) != tuple(sigma.shape):
-        raise ValueError(f"x, sigma: expected sigma's shape to be a leading part of x's, got x "
-                         f"{tuple(x.shape)} and sigma {tuple(sigma.shape)}")
+    if (
+        sigma.ndim < 1
+        or sigma.ndim > x.ndim
+        or tuple(x.shape[: sigma.ndim]) != tuple(sigma.shape)
+    ):
+        raise ValueError(
+            f"x, sigma: expected sigma's shape to be a leading part of x's, got x "
+            f"{tuple(x.shape)} and sigma {tuple(sigma.shape)}"
+        )
     if check:
         check_tensor("x", x, finite=True)
     c_skip, c_out, c_in = edm_scalings(sigma, sigma_data, sigma_min, check=check)
-    view = tuple(sigma.shape) + (1,) * (x.ndim - sigma.ndim)         # broadcast σ over the data dims
-    f_raw = net(c_in.view(view) * x, sigma.log() / 4)                # F(c_in x, c_noise)   like x
-    return c_skip.view(view) * x + c_out.view(view) * f_raw          # like x
+    view = tuple(sigma.shape) + (1,) * (
+        x.ndim - sigma.ndim
+    )  # broadcast σ over the data dims
+    f_raw = net(c_in.view(view) * x, sigma.log() / 4)  # F(c_in x, c_noise)   like x
+    return c_skip.view(view) * x + c_out.view(view) * f_raw  # like x
 
 
-def karras_sigmas(n: int, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0,
-                  device: str | torch.device = "cpu", dtype=torch.float32) -> torch.Tensor:
-    """σ_1 < … < σ_n with σ_i = (σ_min^{1/ρ} + (i−1)/(n−1) (σ_max^{1/ρ} − σ_min^{1/ρ}))^ρ; shape (n,).
+def karras_sigmas(
+    n: int,
+    sigma_min: float = 0.002,
+    sigma_max: float = 80.0,
+    rho: float = 7.0,
+    device: str | torch.device = "cpu",
+    dtype=torch.float32,
+) -> torch.Tensor:
+    """σ_1 < … < σ_n with σ_i = (σ_min^{1/ρ} + (i−1)/(n−1) (σ_max^{1/ρ} −
+    σ_min^{1/ρ}))^ρ; shape (n,).
 
     Increasing order (iCT's convention: a pair is (σ_i, σ_{i+1}) with σ_i < σ_{i+1}).
     """
     n = check_int("n", n, minimum=2)
-    sigma_min, sigma_max = check_positive("sigma_min", sigma_min), check_positive("sigma_max", sigma_max)
+    sigma_min, sigma_max = (
+        check_positive("sigma_min", sigma_min),
+        check_positive("sigma_max", sigma_max),
+    )
     rho = check_positive("rho", rho)
     if sigma_min >= sigma_max:
-        raise ValueError(f"sigma_max: expected a number > sigma_min = {sigma_min}, got {sigma_max}")
-    ramp = torch.arange(n, dtype=torch.float64) / (n - 1)                          # (n,)
+        raise ValueError(
+            f"sigma_max: expected a number > sigma_min = {sigma_min}, got {sigma_max}"
+        )
+    ramp = torch.arange(n, dtype=torch.float64) / (n - 1)  # (n,)
     lo, hi = sigma_min ** (1 / rho), sigma_max ** (1 / rho)
-    return ((lo + ramp * (hi - lo)) ** rho).to(device=device, dtype=dtype)         # (n,)
+    return ((lo + ramp * (hi - lo)) ** rho).to(device=device, dtype=dtype)  # (n,)
 
 
 def _check_sigmas(sigmas: torch.Tensor) -> None:
     if not bool(((sigmas > 0) & torch.isfinite(sigmas)).all()):
-        raise ValueError("sigmas: expected finite noise levels > 0, got NaN, inf or a value <= 0")
+        raise ValueError(
+            "sigmas: expected finite noise levels > 0, got NaN, inf or a value <= 0"
+        )
 
 
 def ict_num_scales(step: int, total_steps: int, s0: int = 10, s1: int = 1280) -> int:
-    """iCT's discretisation schedule N(k) = min(s0 · 2^⌊k/K'⌋, s1) + 1, K' = ⌊K / (⌊log2(s1/s0)⌋ + 1)⌋.
+    """iCT's discretisation schedule N(k) = min(s0 · 2^⌊k/K'⌋, s1) + 1, K' = ⌊K /
+    (⌊log2(s1/s0)⌋ + 1)⌋.
 
     Returns the number of σ's (so N(k) − 1 intervals) at training step k of K.
     """
-    step, total_steps = check_int("step", step, minimum=0), check_int("total_steps", total_steps, minimum=1)
+    step, total_steps = (
+        check_int("step", step, minimum=0),
+        check_int("total_steps", total_steps, minimum=1),
+    )
     s0, s1 = check_int("s0", s0, minimum=1), check_int("s1", s1, minimum=1)
     if s1 < s0:
         raise ValueError(f"s1: expected an int >= s0 = {s0}, got {s1}")
@@ -98,30 +162,45 @@ def ict_num_scales(step: int, total_steps: int, s0: int = 10, s1: int = 1280) ->
     return min(s0 * 2 ** (step // k_prime), s1) + 1
 
 
-def lognormal_probs(sigmas: torch.Tensor, p_mean: float = -1.1, p_std: float = 2.0) -> torch.Tensor:
-    """p(i) ∝ erf((log σ_{i+1} − P_mean)/(√2 P_std)) − erf((log σ_i − P_mean)/(√2 P_std)); shape (n−1,)."""
+def lognormal_probs(
+    sigmas: torch.Tensor, p_mean: float = -1.1, p_std: float = 2.0
+) -> torch.Tensor:
+    """p(i) ∝ erf((log σ_{i+1} − P_mean)/(√2 P_std)) − erf((log σ_i − P_mean)/(√2
+    P_std)); shape (n−1,)."""
     check_tensor("sigmas", sigmas, ndim=1, floating=True)
     if sigmas.numel() < 2 or not bool((sigmas[1:] > sigmas[:-1]).all()):
-        raise ValueError(f"sigmas: expected an increasing 1-d tensor of length >= 2, got {sigmas.numel()} values")
+        raise ValueError(
+            f"sigmas: expected an increasing 1-d tensor of length >= 2, got "
+            f"{sigmas.numel()} values"
+        )
     _check_sigmas(sigmas)
     check_finite("p_mean", p_mean)
     p_std = check_positive("p_std", p_std)
-    cdf = torch.erf((sigmas.double().log() - p_mean) / (p_std * math.sqrt(2)))   # (n,)
-    p = cdf[1:] - cdf[:-1]                                                       # (n−1,)
+    cdf = torch.erf((sigmas.double().log() - p_mean) / (p_std * math.sqrt(2)))  # (n,)
+    p = cdf[1:] - cdf[:-1]  # (n−1,)
     return (p / p.sum()).to(sigmas.dtype)
 
 
-def lognormal_indices(batch: int, sigmas: torch.Tensor, p_mean: float = -1.1, p_std: float = 2.0,
-                      generator: torch.Generator | None = None) -> torch.Tensor:
-    """Indices i ∈ {0, …, n−2} of pairs (σ_i, σ_{i+1}), drawn with :func:`lognormal_probs`; (batch,) int64 on CPU.
+def lognormal_indices(
+    batch: int,
+    sigmas: torch.Tensor,
+    p_mean: float = -1.1,
+    p_std: float = 2.0,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Indices i ∈ {0, …, n−2} of pairs (σ_i, σ_{i+1}), drawn with
+    :func:`lognormal_probs`; (batch,) int64 on CPU.
 
-    Draw on the CPU with a seeded ``generator``, then move (CPU and GPU runs then see the same i's).
+    Draw on the CPU with a seeded ``generator``, then move (CPU and GPU runs then see
+    the same i's).
     """
     batch = check_int("batch", batch, minimum=1)
     check_tensor("sigmas", sigmas, ndim=1, floating=True)
     check_generator("generator", generator)
-    p = lognormal_probs(sigmas.detach().cpu(), p_mean, p_std)                        # (n−1,)
-    return torch.multinomial(p, batch, replacement=True, generator=generator)       # (batch,)
+    p = lognormal_probs(sigmas.detach().cpu(), p_mean, p_std)  # (n−1,)
+    return torch.multinomial(
+        p, batch, replacement=True, generator=generator
+    )  # (batch,)
 
 
 def ict_loss_weights(sigmas: torch.Tensor) -> torch.Tensor:
@@ -133,37 +212,51 @@ def ict_loss_weights(sigmas: torch.Tensor) -> torch.Tensor:
     return 1.0 / (sigmas[1:] - sigmas[:-1])
 
 
-def pseudo_huber(a: torch.Tensor, b: torch.Tensor, c: float | None = None, *, check: bool = True) -> torch.Tensor:
-    """d(a, b) = √(‖a − b‖² + c²) − c per sample (norm over all but the first dim); shape (B,).
+def pseudo_huber(
+    a: torch.Tensor, b: torch.Tensor, c: float | None = None, *, check: bool = True
+) -> torch.Tensor:
+    """d(a, b) = √(‖a − b‖² + c²) − c per sample (norm over all but the first dim);
+    shape (B,).
 
-    Default c = 0.00054 √d with d the per-sample dimension (iCT). ``check=False`` skips reading the
-    values (NaN, inf): the training loss.
+    Default c = 0.00054 √d with d the per-sample dimension (iCT). ``check=False`` skips
+    reading the values (NaN, inf): the training loss.
     """
     check_tensor("a", a, floating=True)
     check_tensor("b", b, floating=True)
     if a.shape != b.shape or a.ndim < 1:
-        raise ValueError(f"a, b: expected one shape, got a {tuple(a.shape)} and b {tuple(b.shape)}")
+        raise ValueError(
+            f"a, b: expected one shape, got a {tuple(a.shape)} and b {tuple(b.shape)}"
+        )
     if a.shape[0] < 1:
-        raise ValueError(f"a, b: expected at least one sample, got shape {tuple(a.shape)}")
+        raise ValueError(
+            f"a, b: expected at least one sample, got shape {tuple(a.shape)}"
+        )
     if check:
         check_tensor("a", a, finite=True)
         check_tensor("b", b, finite=True)
     d = a[0].numel() if a.shape[0] > 0 else 0
     c = 0.00054 * math.sqrt(d) if c is None else check_positive("c", c)
-    sq = (a - b).reshape(a.shape[0], -1).pow(2).sum(dim=1)                           # ‖a − b‖²  (B,)
-    return (sq + c ** 2).sqrt() - c
+    sq = (a - b).reshape(a.shape[0], -1).pow(2).sum(dim=1)  # ‖a − b‖²  (B,)
+    return (sq + c**2).sqrt() - c
 
 
 @torch.no_grad()
-def ema_update(ema_model: torch.nn.Module, model: torch.nn.Module, decay: float) -> None:
+def ema_update(
+    ema_model: torch.nn.Module, model: torch.nn.Module, decay: float
+) -> None:
     """θ⁻ ← β θ⁻ + (1 − β) θ for every parameter (buffers are copied), in place."""
     decay = check_probability("decay", decay)
     for name, m in (("ema_model", ema_model), ("model", model)):
         if not isinstance(m, torch.nn.Module):
-            raise TypeError(f"{name}: expected a torch.nn.Module, got {type(m).__name__}")
+            raise TypeError(
+                f"{name}: expected a torch.nn.Module, got {type(m).__name__}"
+            )
     ema_params, params = list(ema_model.parameters()), list(model.parameters())
     if len(ema_params) != len(params):
-        raise ValueError(f"ema_model: expected {len(params)} parameters like model, got {len(ema_params)}")
-    torch._foreach_lerp_(ema_params, params, 1.0 - decay)                           # θ⁻ + (1−β)(θ − θ⁻)
+        raise ValueError(
+            f"ema_model: expected {len(params)} parameters like model, got "
+            f"{len(ema_params)}"
+        )
+    torch._foreach_lerp_(ema_params, params, 1.0 - decay)  # θ⁻ + (1−β)(θ − θ⁻)
     for b_ema, b in zip(ema_model.buffers(), model.buffers()):
         b_ema.copy_(b)

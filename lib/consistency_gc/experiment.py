@@ -1,4 +1,6 @@
-"""The chapter's experiments: the exact 2-D toy (CD / IC / GC) and a small MNIST run (IC / GC)."""
+"""The chapter's experiments: the exact 2-D toy (CD / IC / GC) and a small MNIST run (IC
+/ GC)."""
+
 from __future__ import annotations
 
 import importlib
@@ -18,11 +20,17 @@ if TYPE_CHECKING:
     from . import Config
 
 #: the toy's methods: name -> (GC fraction μ, CD?)
-TOY_METHODS = {"CD": (0.0, True), "IC": (0.0, False), "GC": (0.5, False), "GC μ=1": (1.0, False)}
+TOY_METHODS = {
+    "CD": (0.0, True),
+    "IC": (0.0, False),
+    "GC": (0.5, False),
+    "GC μ=1": (1.0, False),
+}
 
 
 def __getattr__(name: str):
-    """``Config`` lives in the package's ``__init__`` (house rule); the old path still imports it."""
+    """``Config`` lives in the package's ``__init__`` (house rule); the old path still
+    imports it."""
     if name == "Config":
         return importlib.import_module(__package__).Config
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -30,14 +38,18 @@ def __getattr__(name: str):
 
 def _check_cfg(cfg):
     from . import Config
+
     if not isinstance(cfg, Config):
-        raise TypeError(f"cfg: expected a lib.consistency_gc.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+        raise TypeError(
+            f"cfg: expected a lib.consistency_gc.Config (e.g. SMOKE or FULL), got "
+            f"{type(cfg).__name__}"
+        )
     return cfg
 
 
 def toy_members(cfg: Config):
-    """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` per seed, then the extra
-    widget μ's (first seed only)."""
+    """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` per seed,
+    then the extra widget μ's (first seed only)."""
     _check_cfg(cfg)
     names, mu, cd, seed = [], [], [], []
     for s in range(cfg.n_seeds):
@@ -49,50 +61,81 @@ def toy_members(cfg: Config):
 
 
 def toy_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
-    """Train every toy member as one ensemble; return metrics per method and the widget's frames."""
+    """Train every toy member as one ensemble; return metrics per method and the
+    widget's frames."""
     _check_cfg(cfg)
     gmm, tc = two_gaussians(), cfg.toy
     names, mu, cd, seed = toy_members(cfg)
-    trainer = Trainer(tc, 2, mu, cd, seed, seed=cfg.seed, denoiser=gmm.denoise, device=device)
-    z_test = torch.randn(cfg.n_test, 2, generator=make_generator(cfg.seed + 1))         # (N, 2)
-    target = pf_ode_map(gmm, tc.sigma_max * z_test, tc.sigma_max, tc.sigma_min, cfg.ode_steps)
+    trainer = Trainer(
+        tc, 2, mu, cd, seed, seed=cfg.seed, denoiser=gmm.denoise, device=device
+    )
+    z_test = torch.randn(
+        cfg.n_test, 2, generator=make_generator(cfg.seed + 1)
+    )  # (N, 2)
+    target = pf_ode_map(
+        gmm, tc.sigma_max * z_test, tc.sigma_max, tc.sigma_min, cfg.ode_steps
+    )
     frames, steps = [], []
 
     def on_checkpoint(step, ema):
         steps.append(step)
-        frames.append(trainer.one_step(z_test, ema).cpu())                              # (M, N, 2)
+        frames.append(trainer.one_step(z_test, ema).cpu())  # (M, N, 2)
 
     trainer.fit(gmm.sample, make_generator(cfg.seed), on_checkpoint, desc="toy")
-    samples = torch.stack(frames)                                                       # (C, M, N, 2)
-    ode_err = torch.stack([map_error(f, target) for f in samples])                      # (C, M)
-    sample_err = gmm.nearest_mode_distance(samples).mean(-1)                            # (C, M)
+    samples = torch.stack(frames)  # (C, M, N, 2)
+    ode_err = torch.stack([map_error(f, target) for f in samples])  # (C, M)
+    sample_err = gmm.nearest_mode_distance(samples).mean(-1)  # (C, M)
 
-    # per-σ diagnostics: IC flow (x*) and each member's GC flow (x̂ from its own EMA model)
+    # per-σ diagnostics: IC flow (x*) and each member's GC flow (x̂ from its own EMA
+    # model)
     g = make_generator(cfg.seed + 2)
     m = len(names)
-    x0 = gmm.sample(cfg.n_diag, g).to(device).expand(m, -1, -1)                         # (M, N, 2)
+    x0 = gmm.sample(cfg.n_diag, g).to(device).expand(m, -1, -1)  # (M, N, 2)
     z = torch.randn(cfg.n_diag, 2, generator=g).to(device).expand(m, -1, -1)
     den = gmm.denoise
     diag = {"ic": [], "gc": []}
     for s in cfg.diag_sigmas:
         diag["ic"].append(flow_diagnostics(x0, z, s, den))
         diag["gc"].append(flow_diagnostics(x0, z, s, den, generator_fn=trainer.ema))
-    per_sigma = {f"{k}_{q}": torch.stack([d[q] for d in v]).cpu()                        # (S_σ, M)
-                 for k, v in diag.items() for q in ("transport", "endpoint_error")}
-    return {"names": names, "mu": mu, "cd": cd, "seed": seed, "steps": steps,
-            "z_test": z_test, "target": target, "samples": samples,
-            "ode_err": ode_err, "sample_err": sample_err, "per_sigma": per_sigma,
-            "sigmas": list(cfg.diag_sigmas), "means": gmm.means}
+    per_sigma = {
+        f"{k}_{q}": torch.stack([d[q] for d in v]).cpu()  # (S_σ, M)
+        for k, v in diag.items()
+        for q in ("transport", "endpoint_error")
+    }
+    return {
+        "names": names,
+        "mu": mu,
+        "cd": cd,
+        "seed": seed,
+        "steps": steps,
+        "z_test": z_test,
+        "target": target,
+        "samples": samples,
+        "ode_err": ode_err,
+        "sample_err": sample_err,
+        "per_sigma": per_sigma,
+        "sigmas": list(cfg.diag_sigmas),
+        "means": gmm.means,
+    }
 
 
 def by_method(values: torch.Tensor, names: list[str]) -> dict:
-    """Average a (..., M) tensor over the members of each method (i.e. over seeds) -> name: (...)."""
+    """Average a (..., M) tensor over the members of each method (i.e. over seeds) ->
+    name: (...)."""
     check_tensor("values", values, floating=True, nonempty=True)
-    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-        raise TypeError(f"names: expected a list of member names (str), got {type(names).__name__}")
+    if (
+        isinstance(names, (str, bytes))
+        or not isinstance(names, (list, tuple))
+        or not all(isinstance(n, str) for n in names)
+    ):
+        raise TypeError(
+            f"names: expected a list of member names (str), got {type(names).__name__}"
+        )
     if values.ndim < 1 or len(names) != values.shape[-1]:
-        raise ValueError(f"names: expected one name per member (values' last dimension, "
-                         f"{values.shape[-1] if values.ndim else 0}), got {len(names)}")
+        raise ValueError(
+            f"names: expected one name per member (values' last dimension, "
+            f"{values.shape[-1] if values.ndim else 0}), got {len(names)}"
+        )
     out = {}
     for name in dict.fromkeys(names):
         idx = [i for i, n in enumerate(names) if n == name]
@@ -101,7 +144,8 @@ def by_method(values: torch.Tensor, names: list[str]) -> dict:
 
 
 def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
-    """IC vs GC on MNIST at ``cfg.image_size``: one-step Fréchet distances in a classifier's features."""
+    """IC vs GC on MNIST at ``cfg.image_size``: one-step Fréchet distances in a
+    classifier's features."""
     _check_cfg(cfg)
     try:
         x_train, y_train = mnist_data("train", cfg.image_size)
@@ -109,7 +153,9 @@ def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
     except FileNotFoundError as err:
         return {"skipped": f"MNIST not available ({err})"}
     g = make_generator(cfg.seed + 10)
-    clf = train_classifier(x_train.to(device), y_train.to(device), cfg.classifier_steps, g)
+    clf = train_classifier(
+        x_train.to(device), y_train.to(device), cfg.classifier_steps, g
+    )
     d = x_train.shape[1]
 
     def sample_data(n, gen):
@@ -119,22 +165,33 @@ def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
     trainer.fit(sample_data, make_generator(cfg.seed + 11), desc="mnist")
     z = torch.randn(cfg.n_fd, d, generator=make_generator(cfg.seed + 12))
     with torch.no_grad():
-        gen = trainer.one_step(z).clamp(-1, 1)                                           # (2, n_fd, d)
-        real = clf.features(x_test[:cfg.n_fd].to(device))
+        gen = trainer.one_step(z).clamp(-1, 1)  # (2, n_fd, d)
+        real = clf.features(x_test[: cfg.n_fd].to(device))
         feats = [clf.features(gen[k]) for k in range(2)]
         acc = (clf(x_test.to(device)).argmax(1) == y_test.to(device)).float().mean()
-        ref = clf.features(x_train[:cfg.n_fd].to(device))
-    return {"fd": {"IC": frechet_distance(feats[0], real), "GC": frechet_distance(feats[1], real)},
-            "fd_real": frechet_distance(ref, real), "classifier_acc": float(acc),
-            "samples": gen[:, :64].cpu()}
+        ref = clf.features(x_train[: cfg.n_fd].to(device))
+    return {
+        "fd": {
+            "IC": frechet_distance(feats[0], real),
+            "GC": frechet_distance(feats[1], real),
+        },
+        "fd_real": frechet_distance(ref, real),
+        "classifier_acc": float(acc),
+        "samples": gen[:, :64].cpu(),
+    }
 
 
 def summarise(toy: dict, images: dict) -> dict:
     """The JSON-able main results (same keys at every preset)."""
     if not isinstance(toy, dict) or "names" not in toy:
-        raise TypeError(f"toy: expected the dict of toy_experiment, got {type(toy).__name__}")
+        raise TypeError(
+            f"toy: expected the dict of toy_experiment, got {type(toy).__name__}"
+        )
     if not isinstance(images, dict):
-        raise TypeError(f"images: expected the dict of image_experiment, got {type(images).__name__}")
+        raise TypeError(
+            f"images: expected the dict of image_experiment, got "
+            f"{type(images).__name__}"
+        )
     names = toy["names"]
     last_ode = by_method(toy["ode_err"][-1], names)
     last_sample = by_method(toy["sample_err"][-1], names)
@@ -144,8 +201,12 @@ def summarise(toy: dict, images: dict) -> dict:
     out = {
         "toy": {
             "ode_map_error": {k: float(v) for k, v in last_ode.items()},
-            "ode_map_error_per_seed": {k: toy["ode_err"][-1][[i for i, n in enumerate(names) if n == k]].tolist()
-                                       for k in TOY_METHODS},
+            "ode_map_error_per_seed": {
+                k: toy["ode_err"][-1][
+                    [i for i, n in enumerate(names) if n == k]
+                ].tolist()
+                for k in TOY_METHODS
+            },
             "sample_error": {k: float(v) for k, v in last_sample.items()},
             "checkpoints": list(toy["steps"]),
             "convergence": {k: v.tolist() for k, v in conv.items()},
@@ -161,18 +222,25 @@ def summarise(toy: dict, images: dict) -> dict:
 
 
 def run_experiment(cfg: Config, device=None) -> dict:
-    """Both experiments at a preset on ``device`` (default :func:`lib.common.device`); the main results
-    as a JSON-able dict (see :func:`summarise`)."""
+    """Both experiments at a preset on ``device`` (default :func:`lib.common.device`);
+    the main results as a JSON-able dict (see :func:`summarise`)."""
     _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     toy = toy_experiment(cfg, device)
-    images = image_experiment(cfg, device) if cfg.images else {"skipped": "images switched off in the config"}
+    images = (
+        image_experiment(cfg, device)
+        if cfg.images
+        else {"skipped": "images switched off in the config"}
+    )
     return summarise(toy, images)
 
 
 def gc_transport_ratio(results: dict) -> np.ndarray:
     """GC / IC transport cost per σ from :func:`summarise`'s output."""
     if not isinstance(results, dict) or "toy" not in results:
-        raise TypeError(f"results: expected the dict of summarise / run_experiment, got {type(results).__name__}")
+        raise TypeError(
+            f"results: expected the dict of summarise / run_experiment, got "
+            f"{type(results).__name__}"
+        )
     t = results["toy"]
     return np.asarray(t["transport_gc"]) / np.asarray(t["transport_ic"])

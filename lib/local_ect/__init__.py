@@ -3,25 +3,29 @@
 Julius von Rohrscheidt, Bastian Rieck. ICML 2025. https://arxiv.org/abs/2410.02622
 Code: https://github.com/aidos-lab/Diss-l-ECT
 
-Claim: describing every node by the Euler Characteristic Transform of its k-hop neighbourhood,
-embedded at the node features (the local ECT, ℓ-ECT), keeps the neighbourhood's shape that
-mean-aggregating message passing throws away; gradient-boosted trees on [ℓ-ECT₁, ℓ-ECT₂, x]
-match or beat GNNs on node classification, especially under heterophily, and the ECT gives a
-rotation-invariant distance for aligning embedded data.
+Claim: describing every node by the Euler Characteristic Transform of its k-hop
+neighbourhood, embedded at the node features (the local ECT, ℓ-ECT), keeps the
+neighbourhood's shape that mean-aggregating message passing throws away;
+gradient-boosted trees on [ℓ-ECT₁, ℓ-ECT₂, x] match or beat GNNs on node classification,
+especially under heterophily, and the ECT gives a rotation-invariant distance for
+aligning embedded data.
 
 Key equations:
 
     ECT(K)(ω, t) = χ({y ∈ K : ⟨y, ω⟩ ≤ t})
-                 = #{u : ⟨x_u, ω⟩ ≤ t} − #{(u, w) ∈ E : max(⟨x_u, ω⟩, ⟨x_w, ω⟩) ≤ t}       (1)
-    d(G, H) = min_R ‖ECT(G) − ECT(RH)‖,   ECT(RH)(ω, ·) = ECT(H)(Rᵀω, ·)                  (2)
-    ℓ-ECT_k(c) = ECT(N_k(c)) = Σ_u 1[dist(c, u) ≤ k] · 1[⟨x_u, ω⟩ ≤ t]   (points version)  (3)
+                 = #{u : ⟨x_u, ω⟩ ≤ t} − #{(u, w) ∈ E : max(⟨x_u, ω⟩, ⟨x_w, ω⟩) ≤ t}
+                     (1)
+    d(G, H) = min_R ‖ECT(G) − ECT(RH)‖,  ECT(RH)(ω, ·) = ECT(H)(Rᵀω, ·)  (2)
+    ℓ-ECT_k(c) = ECT(N_k(c)) = Σ_u 1[dist(c, u) ≤ k] · 1[⟨x_u, ω⟩ ≤ t]  (points version)
+        (3)
 
 Public API: :func:`ect` (batched exact / sigmoid ECT), :func:`local_ect` and
 :func:`local_ect_features` (all nodes in one pass), :func:`rotation_distance_2d`,
-:func:`rotation_distance`, the generators :func:`shape_graph` and :func:`csbm`, the baselines
-:class:`GCN`, :class:`GAT`, :func:`train_gnn`, :func:`gbdt_accuracy`, and :func:`run_experiment`
-with the presets :data:`SMOKE` and :data:`FULL`.
+:func:`rotation_distance`, the generators :func:`shape_graph` and :func:`csbm`, the
+baselines :class:`GCN`, :class:`GAT`, :func:`train_gnn`, :func:`gbdt_accuracy`, and
+:func:`run_experiment` with the presets :data:`SMOKE` and :data:`FULL`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,19 +33,49 @@ from dataclasses import dataclass
 from lib.common import check_int, check_numbers, check_positive, check_probability
 
 from .data import Graph, csbm, edge_homophily, shape_graph, split
-from .ect import (binned_ect, circle_directions, ect, entry_index, heights, random_directions, rotation_distance,
-                  rotation_distance_2d, step, thresholds, undirected_edges)
-from .experiment import (METHODS, evaluate_graph, rotation_trials, run_csbm, run_experiment,
-                         run_rotation, run_shape, summarize)
-from .local import (adjacency, ego_batch, ego_edge_masks, ego_masks, ego_mean, ego_pairs, local_ect,
-                    local_ect_features, normalize_max)
+from .ect import (
+    binned_ect,
+    circle_directions,
+    ect,
+    entry_index,
+    heights,
+    random_directions,
+    rotation_distance,
+    rotation_distance_2d,
+    step,
+    thresholds,
+    undirected_edges,
+)
+from .experiment import (
+    METHODS,
+    evaluate_graph,
+    rotation_trials,
+    run_csbm,
+    run_experiment,
+    run_rotation,
+    run_shape,
+    summarize,
+)
+from .local import (
+    adjacency,
+    ego_batch,
+    ego_edge_masks,
+    ego_masks,
+    ego_mean,
+    ego_pairs,
+    local_ect,
+    local_ect_features,
+    normalize_max,
+)
 from .models import GAT, GCN, gbdt_accuracy, gcn_norm, train_gnn
 
 
 @dataclass(frozen=True)
 class Config:
     """Everything the experiments depend on. ``SMOKE`` runs on a 2-core CPU in the book;
-    ``FULL`` (more seeds, larger graphs, the paper's 64 × 64 ECT images) is for a GPU machine."""
+    ``FULL`` (more seeds, larger graphs, the paper's 64 × 64 ECT images) is for a GPU
+    machine."""
+
     seed: int = 0
     num_seeds: int = 3
     train_fraction: float = 0.5
@@ -55,7 +89,8 @@ class Config:
     csbm_dim: int = 2
     csbm_signal: float = 0.5
     homophily: tuple = (0.1, 0.5, 0.9)
-    # ECT: K directions, T thresholds in [-radius, radius], sigmoid scale (the paper's 500)
+    # ECT: K directions, T thresholds in [-radius, radius], sigmoid scale (the paper's
+    # 500)
     num_directions: int = 16
     num_thresholds: int = 16
     radius: float = 1.1
@@ -70,33 +105,97 @@ class Config:
     rot_thresholds: int = 64
     rot_points: int = 300
     rot_trials: int = 50
-    rot_scale: float = 20.0  # a smooth ECT: the shift distance varies smoothly with the angle
+    rot_scale: float = (
+        20.0  # a smooth ECT: the shift distance varies smoothly with the angle
+    )
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
-        for name, least in (("num_seeds", 1), ("num_centres", 2), ("num_satellites", 3), ("noise_degree", 0),
-                            ("csbm_nodes", 4), ("csbm_dim", 1), ("num_directions", 1), ("num_thresholds", 2),
-                            ("gbdt_iter", 1), ("gnn_hidden", 1), ("gnn_epochs", 1), ("rot_directions", 1),
-                            ("rot_thresholds", 2), ("rot_points", 1), ("rot_trials", 1)):
+        for name, least in (
+            ("num_seeds", 1),
+            ("num_centres", 2),
+            ("num_satellites", 3),
+            ("noise_degree", 0),
+            ("csbm_nodes", 4),
+            ("csbm_dim", 1),
+            ("num_directions", 1),
+            ("num_thresholds", 2),
+            ("gbdt_iter", 1),
+            ("gnn_hidden", 1),
+            ("gnn_epochs", 1),
+            ("rot_directions", 1),
+            ("rot_thresholds", 2),
+            ("rot_points", 1),
+            ("rot_trials", 1),
+        ):
             check_int(name, getattr(self, name), least)
         if not 0 < check_probability("train_fraction", self.train_fraction) < 1:
-            raise ValueError(f"train_fraction: expected a share in (0, 1), got {self.train_fraction}")
-        for name in ("csbm_degree", "csbm_signal", "radius", "scale", "gnn_lr", "rot_scale"):
+            raise ValueError(
+                f"train_fraction: expected a share in (0, 1), got {self.train_fraction}"
+            )
+        for name in (
+            "csbm_degree",
+            "csbm_signal",
+            "radius",
+            "scale",
+            "gnn_lr",
+            "rot_scale",
+        ):
             check_positive(name, getattr(self, name))
         check_numbers("homophily", self.homophily, check_probability)
 
 
 SMOKE = Config()
-FULL = Config(num_seeds=5, num_centres=2000, csbm_nodes=4000, num_directions=64, num_thresholds=64,
-              gnn_epochs=300, rot_trials=500)
+FULL = Config(
+    num_seeds=5,
+    num_centres=2000,
+    csbm_nodes=4000,
+    num_directions=64,
+    num_thresholds=64,
+    gnn_epochs=300,
+    rot_trials=500,
+)
 
 __all__ = [
-    "Config", "SMOKE", "FULL", "run_experiment",
-    "ect", "heights", "step", "thresholds", "random_directions", "circle_directions", "undirected_edges", "entry_index", "binned_ect",
-    "rotation_distance_2d", "rotation_distance",
-    "adjacency", "ego_pairs", "ego_masks", "ego_batch", "ego_edge_masks", "local_ect", "local_ect_features", "ego_mean",
+    "Config",
+    "SMOKE",
+    "FULL",
+    "run_experiment",
+    "ect",
+    "heights",
+    "step",
+    "thresholds",
+    "random_directions",
+    "circle_directions",
+    "undirected_edges",
+    "entry_index",
+    "binned_ect",
+    "rotation_distance_2d",
+    "rotation_distance",
+    "adjacency",
+    "ego_pairs",
+    "ego_masks",
+    "ego_batch",
+    "ego_edge_masks",
+    "local_ect",
+    "local_ect_features",
+    "ego_mean",
     "normalize_max",
-    "Graph", "shape_graph", "csbm", "split", "edge_homophily",
-    "GCN", "GAT", "gcn_norm", "train_gnn", "gbdt_accuracy",
-    "METHODS", "evaluate_graph", "run_shape", "run_csbm", "rotation_trials", "run_rotation", "summarize",
+    "Graph",
+    "shape_graph",
+    "csbm",
+    "split",
+    "edge_homophily",
+    "GCN",
+    "GAT",
+    "gcn_norm",
+    "train_gnn",
+    "gbdt_accuracy",
+    "METHODS",
+    "evaluate_graph",
+    "run_shape",
+    "run_csbm",
+    "rotation_trials",
+    "run_rotation",
+    "summarize",
 ]

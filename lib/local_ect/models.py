@@ -1,5 +1,7 @@
 """Classifiers: gradient-boosted trees (the paper's classifier, with scikit-learn's
-HistGradientBoosting in place of XGBoost) and two message-passing baselines in plain torch."""
+HistGradientBoosting in place of XGBoost) and two message-passing baselines in plain
+torch."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +9,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.common import check_int, check_nonnegative, check_positive, check_probability, check_tensor
+from lib.common import (
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    check_tensor,
+)
 from .local import _coo, adjacency
 
 __all__ = ["gcn_norm", "GCN", "GAT", "train_gnn", "gbdt_accuracy"]
@@ -38,7 +46,10 @@ def _check_nodes_of(name: str, idx, n: int) -> None:
     """A non-empty 1-d tensor of node ids in [0, n)."""
     check_tensor(name, idx, ndim=1, integer=True, nonempty=True)
     if not bool(((idx >= 0) & (idx < n)).all()):
-        raise ValueError(f"{name}: expected node ids in [0, {n}), got values in [{int(idx.min())}, {int(idx.max())}]")
+        raise ValueError(
+            f"{name}: expected node ids in [0, {n}), got values in [{int(idx.min())}, "
+            f"{int(idx.max())}]"
+        )
 
 
 class GCN(nn.Module):
@@ -59,8 +70,9 @@ class GCN(nn.Module):
 
 
 class GATLayer(nn.Module):
-    """One graph-attention layer (Veličković et al.), vectorised over edges with segment softmax:
-    α_{uv} = softmax_u LeakyReLU(aᵀ[W x_v ‖ W x_u]) over the in-neighbours u of v (self included)."""
+    """One graph-attention layer (Veličković et al.), vectorised over edges with segment
+    softmax: α_{uv} = softmax_u LeakyReLU(aᵀ[W x_v ‖ W x_u]) over the in-neighbours u of
+    v (self included)."""
 
     def __init__(self, in_dim: int, out_dim: int, heads: int, concat: bool = True):
         super().__init__()
@@ -72,25 +84,43 @@ class GATLayer(nn.Module):
         nn.init.xavier_uniform_(self.att_src)
         nn.init.xavier_uniform_(self.att_dst)
 
-    def forward(self, x: torch.Tensor, edges: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, edges: torch.Tensor, dropout: float = 0.0
+    ) -> torch.Tensor:
         n = x.shape[0]
         src, dst = edges  # messages src -> dst, self-loops included
         z = self.lin(x).view(n, self.heads, self.out_dim)  # (n, H, F)
-        score = F.leaky_relu((z * self.att_src).sum(-1)[src] + (z * self.att_dst).sum(-1)[dst], 0.2)  # (E, H)
+        score = F.leaky_relu(
+            (z * self.att_src).sum(-1)[src] + (z * self.att_dst).sum(-1)[dst], 0.2
+        )  # (E, H)
         top = torch.full((n, self.heads), -torch.inf, device=x.device, dtype=x.dtype)
-        top = top.scatter_reduce(0, dst.unsqueeze(1).expand_as(score), score, "amax")  # (n, H)
+        top = top.scatter_reduce(
+            0, dst.unsqueeze(1).expand_as(score), score, "amax"
+        )  # (n, H)
         w = (score - top[dst]).exp()  # (E, H)
-        den = torch.zeros(n, self.heads, device=x.device, dtype=x.dtype).index_add_(0, dst, w)
+        den = torch.zeros(n, self.heads, device=x.device, dtype=x.dtype).index_add_(
+            0, dst, w
+        )
         alpha = F.dropout(w / den[dst], dropout, self.training)  # (E, H)
-        out = torch.zeros_like(z).index_add_(0, dst, alpha.unsqueeze(-1) * z[src])  # (n, H, F)
+        out = torch.zeros_like(z).index_add_(
+            0, dst, alpha.unsqueeze(-1) * z[src]
+        )  # (n, H, F)
         out = out.reshape(n, -1) if self.concat else out.mean(dim=1)
         return out + self.bias
 
 
 class GAT(nn.Module):
-    """Two GAT layers: ``heads`` heads of width ``hidden`` (concatenated, ELU), then one averaged head."""
+    """Two GAT layers: ``heads`` heads of width ``hidden`` (concatenated, ELU), then one
+    averaged head."""
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, heads: int = 4, dropout: float = 0.5):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        heads: int = 4,
+        dropout: float = 0.5,
+    ):
         super().__init__()
         _check_sizes(in_dim=in_dim, hidden=hidden, out_dim=out_dim, heads=heads)
         _check_dropout(dropout)
@@ -99,7 +129,9 @@ class GAT(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
-        h = F.elu(self.l1(F.dropout(x, self.dropout, self.training), edges, self.dropout))
+        h = F.elu(
+            self.l1(F.dropout(x, self.dropout, self.training), edges, self.dropout)
+        )
         return self.l2(F.dropout(h, self.dropout, self.training), edges, self.dropout)
 
 
@@ -108,16 +140,32 @@ def _gat_edges(edge_index: torch.Tensor, n: int) -> torch.Tensor:
     return a.indices()  # (2, 2E + n) both directions plus self-loops
 
 
-def train_gnn(kind: str, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Tensor, train: torch.Tensor,
-              test: torch.Tensor, *, hidden: int = 32, epochs: int = 200, lr: float = 0.01,
-              weight_decay: float = 5e-4, dropout: float = 0.5, heads: int = 4) -> float:
-    """Train a 2-layer ``"gcn"`` or ``"gat"`` full-batch on the ``train`` nodes (Adam, fixed
-    epochs, no early stopping) and return the accuracy on ``test``. Seed torch beforehand."""
+def train_gnn(
+    kind: str,
+    x: torch.Tensor,
+    edge_index: torch.Tensor,
+    y: torch.Tensor,
+    train: torch.Tensor,
+    test: torch.Tensor,
+    *,
+    hidden: int = 32,
+    epochs: int = 200,
+    lr: float = 0.01,
+    weight_decay: float = 5e-4,
+    dropout: float = 0.5,
+    heads: int = 4,
+) -> float:
+    """Train a 2-layer ``"gcn"`` or ``"gat"`` full-batch on the ``train`` nodes (Adam,
+    fixed epochs, no early stopping) and return the accuracy on ``test``. Seed torch
+    beforehand."""
     if kind not in ("gcn", "gat"):
         raise ValueError(f"kind: expected 'gcn' or 'gat', got {kind!r}")
     check_tensor("x", x, ndim=2, floating=True)
     if x.shape[0] < 1 or x.shape[1] < 1:
-        raise ValueError(f"x: expected at least one node with at least one feature, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"x: expected at least one node with at least one feature, got shape "
+            f"{tuple(x.shape)}"
+        )
     check_tensor("x", x, finite=True)
     check_tensor("y", y, shape=(x.shape[0],), integer=True)
     if not bool((y >= 0).all()):
@@ -128,14 +176,23 @@ def train_gnn(kind: str, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Ten
     lr = check_positive("lr", lr)
     _check_sizes(hidden=hidden, heads=heads)
     if kind == "gat" and hidden // heads < 1:
-        raise ValueError(f"hidden: expected at least heads={heads} (hidden // heads units per head), got {hidden}")
+        raise ValueError(
+            f"hidden: expected at least heads={heads} (hidden // heads units per "
+            f"head), got {hidden}"
+        )
     check_nonnegative("weight_decay", weight_decay)
     _check_dropout(dropout)
     n, C = x.shape[0], int(y.max()) + 1
     if kind == "gcn":
-        model, graph = GCN(x.shape[1], hidden, C, dropout), gcn_norm(edge_index, n, device=x.device)
+        model, graph = (
+            GCN(x.shape[1], hidden, C, dropout),
+            gcn_norm(edge_index, n, device=x.device),
+        )
     else:
-        model, graph = GAT(x.shape[1], hidden // heads, C, heads, dropout), _gat_edges(edge_index, n)
+        model, graph = (
+            GAT(x.shape[1], hidden // heads, C, heads, dropout),
+            _gat_edges(edge_index, n),
+        )
     model = model.to(x.device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     for _ in range(epochs):
@@ -149,25 +206,40 @@ def train_gnn(kind: str, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Ten
     return float((pred == y[test]).float().mean())
 
 
-def gbdt_accuracy(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, test: torch.Tensor, *,
-                  seed: int = 0, max_depth: int = 5, max_iter: int = 100,
-                  learning_rate: float = 0.1) -> float:
-    """Gradient-boosted trees on ``features`` (n, f) (rows indexed by node): fit on ``train``,
-    accuracy on ``test``. scikit-learn's HistGradientBoostingClassifier replaces the paper's
-    XGBoost (same family: histogram-binned, depth-limited boosted trees; max depth 5 as in the
-    paper's setup)."""
+def gbdt_accuracy(
+    features: torch.Tensor,
+    y: torch.Tensor,
+    train: torch.Tensor,
+    test: torch.Tensor,
+    *,
+    seed: int = 0,
+    max_depth: int = 5,
+    max_iter: int = 100,
+    learning_rate: float = 0.1,
+) -> float:
+    """Gradient-boosted trees on ``features`` (n, f) (rows indexed by node): fit on
+    ``train``, accuracy on ``test``. scikit-learn's HistGradientBoostingClassifier
+    replaces the paper's XGBoost (same family: histogram-binned, depth-limited boosted
+    trees; max depth 5 as in the paper's setup)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     check_tensor("features", features, ndim=2, floating=True)
     if features.shape[0] < 1 or features.shape[1] < 1:
-        raise ValueError(f"features: expected at least one row and one column, got shape {tuple(features.shape)}")
+        raise ValueError(
+            f"features: expected at least one row and one column, got shape "
+            f"{tuple(features.shape)}"
+        )
     check_tensor("features", features, finite=True)
     check_tensor("y", y, ndim=1, integer=True, nonempty=True)
-    n = min(features.shape[0], y.shape[0])           # rows are node ids: features of the labelled nodes
+    n = min(
+        features.shape[0], y.shape[0]
+    )  # rows are node ids: features of the labelled nodes
     for name, idx in (("train", train), ("test", test)):
         _check_nodes_of(name, idx, n)
         if not bool((y[idx] >= 0).all()):
-            raise ValueError(f"y: expected class labels >= 0 on the {name} nodes, got a negative one")
+            raise ValueError(
+                f"y: expected class labels >= 0 on the {name} nodes, got a negative one"
+            )
     check_int("seed", seed, 0)
     check_int("max_depth", max_depth, 1)
     check_int("max_iter", max_iter, 1)
@@ -175,7 +247,12 @@ def gbdt_accuracy(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, 
     X = features.detach().cpu().double().numpy()
     yy = y.detach().cpu().numpy()
     tr, te = train.cpu().numpy(), test.cpu().numpy()
-    clf = HistGradientBoostingClassifier(max_depth=max_depth, max_iter=max_iter, learning_rate=learning_rate,
-                                         early_stopping=False, random_state=seed)
+    clf = HistGradientBoostingClassifier(
+        max_depth=max_depth,
+        max_iter=max_iter,
+        learning_rate=learning_rate,
+        early_stopping=False,
+        random_state=seed,
+    )
     clf.fit(X[tr], yy[tr])
     return float(np.mean(clf.predict(X[te]) == yy[te]))

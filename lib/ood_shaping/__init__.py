@@ -1,71 +1,135 @@
 """A Variational Information Theoretic Approach to Out-of-Distribution Detection.
 
 Sudeepta Mondal, Zhuolin Jiang, Ganesh Sundaramoorthi. ICML 2025 (PMLR 267).
-arXiv:2506.14194 · https://arxiv.org/abs/2506.14194 (no official code; the benchmark it follows is
-Zhao et al., "Towards Optimal Feature-Shaping Methods for OOD Detection", ICLR 2024, OptFSOOD).
+arXiv:2506.14194 · https://arxiv.org/abs/2506.14194 (no official code; the benchmark it
+follows is Zhao et al., "Towards Optimal Feature-Shaping Methods for OOD Detection",
+ICLR 2024, OptFSOOD).
 
-Claim: treat the OOD feature as a random variable Z with law p(z|x) over the penultimate features
-x and choose that law to minimise −KL(p(Z|ID) ‖ p(Z|OOD)) plus an Information-Bottleneck term; under
-different assumptions on the OOD feature law the optimum reproduces existing shaping functions
-(clipping, pruning) and predicts a new one that beats them on OOD benchmarks.
+Claim: treat the OOD feature as a random variable Z with law p(z|x) over the penultimate
+features x and choose that law to minimise −KL(p(Z|ID) ‖ p(Z|OOD)) plus an
+Information-Bottleneck term; under different assumptions on the OOD feature law the
+optimum reproduces existing shaping functions (clipping, pruning) and predicts a new one
+that beats them on OOD benchmarks.
 
-Key equation (eq. 2; the abstract-level form is the paper's, the concrete channel is ours):
+Key equation (eq. 2; the abstract-level form is the paper's, the concrete channel is
+ours):
 
-    L[p(z|x)] = −KL(p(Z|ID) ‖ p(Z|OOD)) + β [ I(X; Z) − γ I(Z; Y) ],   Z | x ~ N(g(x), σ²),
+    L[p(z|x)] = −KL(p(Z|ID) ‖ p(Z|OOD)) + β [ I(X; Z) − γ I(Z; Y) ],
+        Z | x ~ N(g(x), σ²),
 
-and the shaping g* found by its gradient flow is applied elementwise before the energy score
-log Σ_c exp(W g*(h) + b)_c.
+and the shaping g* found by its gradient flow is applied elementwise before the energy
+score log Σ_c exp(W g*(h) + b)_c.
 
-Modules: :mod:`.variational` (eq. 2 on a grid and its gradient flow), :mod:`.scores` (MSP, MaxLogit,
-Energy, ReAct, ASH-P/S, DICE, VRA-P, OptFS, AUROC, FPR95), :mod:`.data` (MNIST and the OOD sets),
-:mod:`.experiment` (network, features, the main table).
+Modules: :mod:`.variational` (eq. 2 on a grid and its gradient flow), :mod:`.scores`
+(MSP, MaxLogit, Energy, ReAct, ASH-P/S, DICE, VRA-P, OptFS, AUROC, FPR95), :mod:`.data`
+(MNIST and the OOD sets), :mod:`.experiment` (network, features, the main table).
 """
+
 from dataclasses import dataclass
 
-from lib.common import check_choice, check_int, check_nonnegative, check_numbers, check_positive, check_range
+from lib.common import (
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_numbers,
+    check_positive,
+    check_range,
+)
 
 from .data import OOD_SETS, lfw_faces, load_fashion_mnist, ood_sets, random_patches
-from .experiment import (METHODS, SHAPING, Net, SeedRun, features, fit_detectors, kl_ib_shaping,
-                         load_data, metrics, run_experiment, run_seed, run_seeds, score_all,
-                         summarise, train_net)
-from .scores import (ash_p, ash_s, auroc, dice, dice_mask, energy, fpr_at_95_tpr, interp,
-                     max_logit, msp, optfs, optfs_fit, optfs_shape, percentile_value, react,
-                     shaped_energy, vra_p)
-from .variational import (ASSUMPTIONS, Grid, channel_densities, histogram, kl_ib_loss,
-                          kl_ib_terms, make_grid, ood_law_samples, orient_and_scale, solve_shaping)
+from .experiment import (
+    METHODS,
+    SHAPING,
+    Net,
+    SeedRun,
+    features,
+    fit_detectors,
+    kl_ib_shaping,
+    load_data,
+    metrics,
+    run_experiment,
+    run_seed,
+    run_seeds,
+    score_all,
+    summarise,
+    train_net,
+)
+from .scores import (
+    ash_p,
+    ash_s,
+    auroc,
+    dice,
+    dice_mask,
+    energy,
+    fpr_at_95_tpr,
+    interp,
+    max_logit,
+    msp,
+    optfs,
+    optfs_fit,
+    optfs_shape,
+    percentile_value,
+    react,
+    shaped_energy,
+    vra_p,
+)
+from .variational import (
+    ASSUMPTIONS,
+    Grid,
+    channel_densities,
+    histogram,
+    kl_ib_loss,
+    kl_ib_terms,
+    make_grid,
+    ood_law_samples,
+    orient_and_scale,
+    solve_shaping,
+)
 
 
 @dataclass(frozen=True)
 class Config:
     """One preset of the chapter's experiment (see :func:`run_experiment`)."""
+
     seed: int = 0
-    n_seeds: int = 3                    # networks trained (seeds seed, seed+1, ...)
-    arch: str = "mlp"                   # "mlp" (784-512-256-10) or "cnn"
-    width: int = 256                    # D, the penultimate width
+    n_seeds: int = 3  # networks trained (seeds seed, seed+1, ...)
+    arch: str = "mlp"  # "mlp" (784-512-256-10) or "cnn"
+    width: int = 256  # D, the penultimate width
     epochs: int = 2
     batch: int = 128
     lr: float = 1e-3
-    n_train: int = 50000                # MNIST training images
-    n_fit: int = 10000                  # ID training images whose features fit the detectors
-    n_test: int = 2000                  # ID test images
-    n_ood: int = 2000                   # images per OOD set (faces: at most 200)
-    react_p: float = 90.0               # ReAct clips at this percentile of ID activations
-    ash_p: float = 65.0                 # ASH prunes this percentage of each sample's units
-    dice_p: float = 70.0                # DICE keeps weights above this contribution percentile
-    vra_p: tuple = (50.0, 95.0)         # VRA-P thresholds x1, x2 as ID percentiles
+    n_train: int = 50000  # MNIST training images
+    n_fit: int = 10000  # ID training images whose features fit the detectors
+    n_test: int = 2000  # ID test images
+    n_ood: int = 2000  # images per OOD set (faces: at most 200)
+    react_p: float = 90.0  # ReAct clips at this percentile of ID activations
+    ash_p: float = 65.0  # ASH prunes this percentage of each sample's units
+    dice_p: float = 70.0  # DICE keeps weights above this contribution percentile
+    vra_p: tuple = (50.0, 95.0)  # VRA-P thresholds x1, x2 as ID percentiles
     optfs_bins: int = 100
-    assumption: str = "weaker+tail"     # OOD-law assumption behind the KL+IB shaping
+    assumption: str = "weaker+tail"  # OOD-law assumption behind the KL+IB shaping
     strength: float = 1.0
-    beta: float = 2.0                   # weight of the Information Bottleneck term
-    sigma: float = 0.05                 # channel noise, in units of the activation range
+    beta: float = 2.0  # weight of the Information Bottleneck term
+    sigma: float = 0.05  # channel noise, in units of the activation range
     n_bins: int = 64
-    steps: int = 300                    # gradient-flow steps
-    n_activations: int = 200000         # ID activations that form p_ID
+    steps: int = 300  # gradient-flow steps
+    n_activations: int = 200000  # ID activations that form p_ID
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
-        for name in ("n_seeds", "width", "epochs", "batch", "n_train", "n_fit", "n_test", "n_ood", "optfs_bins",
-                     "steps", "n_activations"):
+        for name in (
+            "n_seeds",
+            "width",
+            "epochs",
+            "batch",
+            "n_train",
+            "n_fit",
+            "n_test",
+            "n_ood",
+            "optfs_bins",
+            "steps",
+            "n_activations",
+        ):
             check_int(name, getattr(self, name), 1)
         check_int("n_bins", self.n_bins, 2)
         check_choice("arch", self.arch, ("mlp", "cnn"))
@@ -77,21 +141,74 @@ class Config:
             check_range(name, getattr(self, name), 0, 100)
         vra = check_numbers("vra_p", self.vra_p, lambda n, v: check_range(n, v, 0, 100))
         if len(vra) != 2 or not vra[0] < vra[1]:
-            raise ValueError(f"vra_p: expected two percentiles x1 < x2, got {self.vra_p!r}")
+            raise ValueError(
+                f"vra_p: expected two percentiles x1 < x2, got {self.vra_p!r}"
+            )
 
 
 #: the CPU run the book executes
 SMOKE = Config()
 #: the GPU run: a CNN, longer training, 5 seeds, full test sets
-FULL = Config(n_seeds=5, arch="cnn", epochs=5, n_fit=20000, n_test=10000, n_ood=10000,
-              steps=600, n_activations=1000000)
+FULL = Config(
+    n_seeds=5,
+    arch="cnn",
+    epochs=5,
+    n_fit=20000,
+    n_test=10000,
+    n_ood=10000,
+    steps=600,
+    n_activations=1000000,
+)
 
 __all__ = [
-    "Config", "SMOKE", "FULL", "OOD_SETS", "METHODS", "SHAPING", "ASSUMPTIONS", "Net", "SeedRun",
-    "Grid", "make_grid", "histogram", "ood_law_samples", "channel_densities", "kl_ib_terms",
-    "kl_ib_loss", "solve_shaping", "orient_and_scale", "msp", "max_logit", "energy", "react",
-    "ash_p", "ash_s", "dice_mask", "dice", "vra_p", "optfs_fit", "optfs_shape", "optfs",
-    "shaped_energy", "interp", "percentile_value", "auroc", "fpr_at_95_tpr", "ood_sets",
-    "random_patches", "lfw_faces", "load_fashion_mnist", "load_data", "train_net", "features",
-    "fit_detectors", "kl_ib_shaping", "score_all", "run_seed", "run_seeds", "metrics", "summarise", "run_experiment",
+    "Config",
+    "SMOKE",
+    "FULL",
+    "OOD_SETS",
+    "METHODS",
+    "SHAPING",
+    "ASSUMPTIONS",
+    "Net",
+    "SeedRun",
+    "Grid",
+    "make_grid",
+    "histogram",
+    "ood_law_samples",
+    "channel_densities",
+    "kl_ib_terms",
+    "kl_ib_loss",
+    "solve_shaping",
+    "orient_and_scale",
+    "msp",
+    "max_logit",
+    "energy",
+    "react",
+    "ash_p",
+    "ash_s",
+    "dice_mask",
+    "dice",
+    "vra_p",
+    "optfs_fit",
+    "optfs_shape",
+    "optfs",
+    "shaped_energy",
+    "interp",
+    "percentile_value",
+    "auroc",
+    "fpr_at_95_tpr",
+    "ood_sets",
+    "random_patches",
+    "lfw_faces",
+    "load_fashion_mnist",
+    "load_data",
+    "train_net",
+    "features",
+    "fit_detectors",
+    "kl_ib_shaping",
+    "score_all",
+    "run_seed",
+    "run_seeds",
+    "metrics",
+    "summarise",
+    "run_experiment",
 ]

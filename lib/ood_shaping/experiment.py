@@ -1,4 +1,6 @@
-"""The chapter's experiment: MNIST classifier, penultimate features, every detector, FPR95/AUROC."""
+"""The chapter's experiment: MNIST classifier, penultimate features, every detector,
+FPR95/AUROC."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,47 +10,88 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from lib.common import (check_generator, check_int, check_nonnegative, check_tensor, device as pick_device,
-                        fit_classifier, load_mnist, make_generator, seeded_init)
+from lib.common import (
+    check_generator,
+    check_int,
+    check_nonnegative,
+    check_tensor,
+    device as pick_device,
+    fit_classifier,
+    load_mnist,
+    make_generator,
+    seeded_init,
+)
 from . import scores as S
 from .data import OOD_SETS, load_fashion_mnist, ood_sets
-from .variational import histogram, make_grid, ood_law_samples, orient_and_scale, solve_shaping
+from .variational import (
+    histogram,
+    make_grid,
+    ood_law_samples,
+    orient_and_scale,
+    solve_shaping,
+)
 
 #: detectors in table order; the first is the paper's (our KL+IB solution)
-METHODS = ("kl_ib", "msp", "max_logit", "energy", "react", "ash_p", "ash_s", "dice", "vra_p", "optfs")
+METHODS = (
+    "kl_ib",
+    "msp",
+    "max_logit",
+    "energy",
+    "react",
+    "ash_p",
+    "ash_s",
+    "dice",
+    "vra_p",
+    "optfs",
+)
 #: the hand-designed shaping rules (the comparison the paper's claim is about)
 SHAPING = ("react", "ash_p", "ash_s", "dice", "vra_p", "optfs")
-_MEAN, _STD = 0.1307, 0.3081          # MNIST pixel statistics for input normalisation
+_MEAN, _STD = 0.1307, 0.3081  # MNIST pixel statistics for input normalisation
 
 
 class Net(nn.Module):
-    """A small classifier whose penultimate layer (after ReLU) gives the features h (N, D)."""
+    """A small classifier whose penultimate layer (after ReLU) gives the features h (N,
+    D)."""
 
     def __init__(self, arch: str = "mlp", width: int = 256):
         super().__init__()
         check_int("width", width, 1)
         if arch == "mlp":
-            self.body = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, width), nn.ReLU())
+            self.body = nn.Sequential(
+                nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, width), nn.ReLU()
+            )
         elif arch == "cnn":
             self.body = nn.Sequential(
-                nn.Unflatten(1, (1, 28, 28)), nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                nn.Linear(64 * 7 * 7, width), nn.ReLU())
+                nn.Unflatten(1, (1, 28, 28)),
+                nn.Conv2d(1, 32, 3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(32, 64, 3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Flatten(),
+                nn.Linear(64 * 7 * 7, width),
+                nn.ReLU(),
+            )
         else:
             raise ValueError(f"arch: expected 'mlp' or 'cnn', got {arch!r}")
         self.fc = nn.Linear(width, 10)
 
     def features(self, x):
-        return self.body((x - _MEAN) / _STD)          # (N, 784) -> (N, D)
+        return self.body((x - _MEAN) / _STD)  # (N, 784) -> (N, D)
 
     def forward(self, x):
-        return self.fc(self.features(x))              # (N, 10)
+        return self.fc(self.features(x))  # (N, 10)
 
 
 def _check_cfg(cfg):
     from . import Config
+
     if not isinstance(cfg, Config):
-        raise TypeError(f"cfg: expected a lib.ood_shaping.Config (e.g. SMOKE or FULL), got {type(cfg).__name__}")
+        raise TypeError(
+            f"cfg: expected a lib.ood_shaping.Config (e.g. SMOKE or FULL), got "
+            f"{type(cfg).__name__}"
+        )
     return cfg
 
 
@@ -58,8 +101,8 @@ def _check_inputs(x) -> None:
 
 
 def train_net(cfg, seed: int, x: torch.Tensor, y: torch.Tensor, device) -> Net:
-    """Adam on cross-entropy; initialisation and batch order from ``seed`` (the global random state is
-    untouched)."""
+    """Adam on cross-entropy; initialisation and batch order from ``seed`` (the global
+    random state is untouched)."""
     _check_cfg(cfg)
     check_int("seed", seed, 0)
     _check_inputs(x)
@@ -67,8 +110,16 @@ def train_net(cfg, seed: int, x: torch.Tensor, y: torch.Tensor, device) -> Net:
     if not bool(((y >= 0) & (y < 10)).all()):
         raise ValueError("y: expected digit labels in [0, 10), got values outside")
     net = seeded_init(lambda: Net(cfg.arch, cfg.width), seed).to(device)
-    fit_classifier(net, x, y, generator=make_generator(seed), epochs=cfg.epochs, batch_size=cfg.batch,
-                   lr=cfg.lr, device=device)
+    fit_classifier(
+        net,
+        x,
+        y,
+        generator=make_generator(seed),
+        epochs=cfg.epochs,
+        batch_size=cfg.batch,
+        lr=cfg.lr,
+        device=device,
+    )
     return net
 
 
@@ -79,21 +130,25 @@ def features(net: Net, x: torch.Tensor, batch: int = 4096) -> torch.Tensor:
         raise TypeError(f"net: expected a Net, got {type(net).__name__}")
     _check_inputs(x)
     check_int("batch", batch, 1)
-    return torch.cat([net.features(x[i:i + batch]) for i in range(0, x.shape[0], batch)])
+    return torch.cat(
+        [net.features(x[i : i + batch]) for i in range(0, x.shape[0], batch)]
+    )
 
 
 @dataclass
 class SeedRun:
-    """Everything one seed produces: the head, features, fitted detectors and their scores."""
+    """Everything one seed produces: the head, features, fitted detectors and their
+    scores."""
+
     seed: int
     W: torch.Tensor
     b: torch.Tensor
-    h_fit: torch.Tensor                 # ID training features used to fit detectors (N_fit, D)
-    h_id: torch.Tensor                  # ID test features (N, D)
-    h_ood: dict                         # name -> OOD features (N_i, D)
+    h_fit: torch.Tensor  # ID training features used to fit detectors (N_fit, D)
+    h_id: torch.Tensor  # ID test features (N, D)
+    h_ood: dict  # name -> OOD features (N_i, D)
     accuracy: float
-    params: dict                        # fitted detector parameters
-    scores: dict                        # method -> {"id": (N,), set: (N_i,)}
+    params: dict  # fitted detector parameters
+    scores: dict  # method -> {"id": (N,), set: (N_i,)}
     notes: list
 
 
@@ -102,28 +157,42 @@ def fit_detectors(cfg, W, b, h_fit, generator: torch.Generator) -> dict:
     _check_cfg(cfg)
     S._check_head(h_fit, W, b, "h_fit")
     check_generator("generator", generator, allow_none=False)
-    p = {"react_c": S.percentile_value(h_fit, cfg.react_p),
-         "vra_x1": S.percentile_value(h_fit, cfg.vra_p[0]),
-         "vra_x2": S.percentile_value(h_fit, cfg.vra_p[1]),
-         "dice_mask": S.dice_mask(h_fit, W, cfg.dice_p),
-         "optfs": S.optfs_fit(h_fit, W, b, cfg.optfs_bins), "ash_p": cfg.ash_p}
+    p = {
+        "react_c": S.percentile_value(h_fit, cfg.react_p),
+        "vra_x1": S.percentile_value(h_fit, cfg.vra_p[0]),
+        "vra_x2": S.percentile_value(h_fit, cfg.vra_p[1]),
+        "dice_mask": S.dice_mask(h_fit, W, cfg.dice_p),
+        "optfs": S.optfs_fit(h_fit, W, b, cfg.optfs_bins),
+        "ash_p": cfg.ash_p,
+    }
     p["kl_ib"] = kl_ib_shaping(cfg, h_fit, generator, cfg.assumption, cfg.beta)
     return p
 
 
-def kl_ib_shaping(cfg, h_fit, generator, assumption: str, beta: float, x_surrogate=None):
-    """Solve eq. 2 for one OOD-law assumption; returns (knots, g) on the device of ``h_fit``."""
+def kl_ib_shaping(
+    cfg, h_fit, generator, assumption: str, beta: float, x_surrogate=None
+):
+    """Solve eq. 2 for one OOD-law assumption; returns (knots, g) on the device of
+    ``h_fit``."""
     _check_cfg(cfg)
     check_tensor("h_fit", h_fit, ndim=2, floating=True, nonempty=True)
     if not bool(((h_fit >= 0) & torch.isfinite(h_fit)).all()):
-        raise ValueError("h_fit: expected finite activations >= 0 (after ReLU), got NaN, inf or a negative value")
+        raise ValueError(
+            "h_fit: expected finite activations >= 0 (after ReLU), got NaN, inf or a "
+            "negative value"
+        )
     check_generator("generator", generator, allow_none=False)
     check_nonnegative("beta", beta)
     x = h_fit.flatten().double().cpu()
     if x.numel() > cfg.n_activations:
-        x = x[torch.randperm(x.numel(), generator=generator)[:cfg.n_activations]]
-    x_ood = ood_law_samples(x, assumption, cfg.strength, generator=generator,
-                            x_surrogate=None if x_surrogate is None else x_surrogate.double().cpu())
+        x = x[torch.randperm(x.numel(), generator=generator)[: cfg.n_activations]]
+    x_ood = ood_law_samples(
+        x,
+        assumption,
+        cfg.strength,
+        generator=generator,
+        x_surrogate=None if x_surrogate is None else x_surrogate.double().cpu(),
+    )
     x_max = float(torch.quantile(x[x > 0], 0.999)) if bool((x > 0).any()) else 1.0
     grid = make_grid(x_max, cfg.n_bins)
     p_id, p_ood = histogram(x, grid), histogram(x_ood, grid)
@@ -136,31 +205,44 @@ def score_all(h, W, b, p: dict) -> dict:
     """Every method's score on features ``h``; method -> (N,)."""
     need = ("optfs", "kl_ib", "react_c", "ash_p", "dice_mask", "vra_x1", "vra_x2")
     if not isinstance(p, dict) or any(k not in p for k in need):
-        raise TypeError(f"p: expected the dict of fit_detectors (keys {need}), got {type(p).__name__}")
+        raise TypeError(
+            f"p: expected the dict of fit_detectors (keys {need}), got "
+            f"{type(p).__name__}"
+        )
     left, width, theta = p["optfs"]
-    return {"kl_ib": S.shaped_energy(h, W, b, *p["kl_ib"]),
-            "msp": S.msp(h, W, b), "max_logit": S.max_logit(h, W, b), "energy": S.energy(h, W, b),
-            "react": S.react(h, W, b, p["react_c"]),
-            "ash_p": S.ash_p(h, W, b, p["ash_p"]), "ash_s": S.ash_s(h, W, b, p["ash_p"]),
-            "dice": S.dice(h, W, b, p["dice_mask"]),
-            "vra_p": S.vra_p(h, W, b, p["vra_x1"], p["vra_x2"]),
-            "optfs": S.optfs(h, W, b, left, width, theta)}
+    return {
+        "kl_ib": S.shaped_energy(h, W, b, *p["kl_ib"]),
+        "msp": S.msp(h, W, b),
+        "max_logit": S.max_logit(h, W, b),
+        "energy": S.energy(h, W, b),
+        "react": S.react(h, W, b, p["react_c"]),
+        "ash_p": S.ash_p(h, W, b, p["ash_p"]),
+        "ash_s": S.ash_s(h, W, b, p["ash_p"]),
+        "dice": S.dice(h, W, b, p["dice_mask"]),
+        "vra_p": S.vra_p(h, W, b, p["vra_x1"], p["vra_x2"]),
+        "optfs": S.optfs(h, W, b, left, width, theta),
+    }
 
 
 def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
     """Train one network, extract features, fit and score every detector."""
     _check_cfg(cfg)
     check_int("seed", seed, 0)
-    if data is not None and (not isinstance(data, dict) or any(k not in data for k in ("train", "test", "fashion"))):
-        raise TypeError(f"data: expected the dict of load_data, got {type(data).__name__}")
+    if data is not None and (
+        not isinstance(data, dict)
+        or any(k not in data for k in ("train", "test", "fashion"))
+    ):
+        raise TypeError(
+            f"data: expected the dict of load_data, got {type(data).__name__}"
+        )
     data = data or load_data(cfg)
     gen = make_generator(seed)
     x_tr, y_tr = (t.to(device) for t in data["train"])
     net = train_net(cfg, seed, x_tr, y_tr, device)
-    fit_idx = torch.randperm(x_tr.shape[0], generator=gen)[:cfg.n_fit].to(device)
+    fit_idx = torch.randperm(x_tr.shape[0], generator=gen)[: cfg.n_fit].to(device)
     h_fit = features(net, x_tr[fit_idx])
     x_te, y_te = data["test"]
-    te_idx = torch.randperm(x_te.shape[0], generator=gen)[:cfg.n_test]
+    te_idx = torch.randperm(x_te.shape[0], generator=gen)[: cfg.n_test]
     x_te, y_te = x_te[te_idx].to(device), y_te[te_idx].to(device)
     sets, notes = ood_sets(cfg.n_ood, gen, data["test"][0], data["fashion"])
     h_id = features(net, x_te)
@@ -176,14 +258,19 @@ def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
 
 
 def load_data(cfg) -> dict:
-    """MNIST train/test and Fashion-MNIST test on the CPU (Fashion-MNIST ``None`` when absent)."""
+    """MNIST train/test and Fashion-MNIST test on the CPU (Fashion-MNIST ``None`` when
+    absent)."""
     _check_cfg(cfg)
     x, y = load_mnist("train")
     try:
         fashion = load_fashion_mnist("test")[0]
     except FileNotFoundError:
         fashion = None
-    return {"train": (x[:cfg.n_train], y[:cfg.n_train]), "test": load_mnist("test"), "fashion": fashion}
+    return {
+        "train": (x[: cfg.n_train], y[: cfg.n_train]),
+        "test": load_mnist("test"),
+        "fashion": fashion,
+    }
 
 
 def metrics(run: SeedRun) -> dict:
@@ -192,8 +279,14 @@ def metrics(run: SeedRun) -> dict:
         raise TypeError(f"run: expected a SeedRun, got {type(run).__name__}")
     out = {}
     for m, sc in run.scores.items():
-        per = {k: (S.auroc(sc["id"], v), S.fpr_at_95_tpr(sc["id"], v)) for k, v in sc.items() if k != "id"}
-        per["average"] = tuple(sum(v[i] for v in per.values()) / len(per) for i in range(2))
+        per = {
+            k: (S.auroc(sc["id"], v), S.fpr_at_95_tpr(sc["id"], v))
+            for k, v in sc.items()
+            if k != "id"
+        }
+        per["average"] = tuple(
+            sum(v[i] for v in per.values()) / len(per) for i in range(2)
+        )
         out[m] = per
     return out
 
@@ -206,9 +299,14 @@ def run_seeds(cfg, device) -> list:
 
 
 def summarise(runs: list) -> dict:
-    """The main results table: per method and set, mean and std over seeds of AUROC and FPR95 (%)."""
-    if isinstance(runs, (str, bytes)) or not isinstance(runs, (list, tuple)) or not runs \
-            or not all(isinstance(r, SeedRun) for r in runs):
+    """The main results table: per method and set, mean and std over seeds of AUROC and
+    FPR95 (%)."""
+    if (
+        isinstance(runs, (str, bytes))
+        or not isinstance(runs, (list, tuple))
+        or not runs
+        or not all(isinstance(r, SeedRun) for r in runs)
+    ):
         raise TypeError(f"runs: expected a non-empty list of SeedRun, got {runs!r:.80}")
     per_seed = [metrics(r) for r in runs]
     sets = [k for k in per_seed[0]["energy"]]
@@ -218,15 +316,26 @@ def summarise(runs: list) -> dict:
         for s in sets:
             a = torch.tensor([100 * p[m][s][0] for p in per_seed], dtype=torch.float64)
             f = torch.tensor([100 * p[m][s][1] for p in per_seed], dtype=torch.float64)
-            sd = (lambda t: float(t.std()) if t.numel() > 1 else 0.0)
-            table[m][s] = {"auroc": float(a.mean()), "auroc_std": sd(a),
-                           "fpr95": float(f.mean()), "fpr95_std": sd(f)}
+            sd = lambda t: float(t.std()) if t.numel() > 1 else 0.0
+            table[m][s] = {
+                "auroc": float(a.mean()),
+                "auroc_std": sd(a),
+                "fpr95": float(f.mean()),
+                "fpr95_std": sd(f),
+            }
     avg = {m: table[m]["average"] for m in METHODS}
     best_hand = max(SHAPING, key=lambda m: avg[m]["auroc"])
-    return {"sets": sets, "methods": list(METHODS), "table": table,
-            "accuracy": [r.accuracy for r in runs], "best_hand_designed": best_hand,
-            "notes": sorted({n for r in runs for n in r.notes}),
-            "per_seed_average_auroc": {m: [100 * p[m]["average"][0] for p in per_seed] for m in METHODS}}
+    return {
+        "sets": sets,
+        "methods": list(METHODS),
+        "table": table,
+        "accuracy": [r.accuracy for r in runs],
+        "best_hand_designed": best_hand,
+        "notes": sorted({n for r in runs for n in r.notes}),
+        "per_seed_average_auroc": {
+            m: [100 * p[m]["average"][0] for p in per_seed] for m in METHODS
+        },
+    }
 
 
 def run_experiment(cfg, device=None) -> dict:

@@ -1,4 +1,6 @@
-"""Naive references for the tests: the budget curve as a loop over problems and proposals."""
+"""Naive references for the tests: the budget curve as a loop over problems and
+proposals."""
+
 from __future__ import annotations
 
 

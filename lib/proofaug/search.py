@@ -1,26 +1,39 @@
 """ProofAug on one proposal, and the two baselines (DSP, hammer on the whole theorem).
 
-Follows the official ``main.py::proof_aug_1dp``: (1) replay the proposal and derive the **maximal
-compatible semi-proof** (a failed tactic becomes ``sorry``; a failed structural step erases its
-innermost ``proof … qed`` block, which becomes ``sorry``; a failure outside every block abandons the
-proposal); (2) for each ``sorry`` in order, ``callATP`` (built-ins, then the hammer), optionally
-**ERP** (re-query the proposer for that subgoal), else **coarsen**: replace the enclosing block — from
-the last step at proof level ≤ ℓ−2 before the ``sorry`` to the next one after it — by one ``sorry``
-and start again, up to the whole theorem.
+Follows the official ``main.py::proof_aug_1dp``: (1) replay the proposal and derive the
+**maximal compatible semi-proof** (a failed tactic becomes ``sorry``; a failed
+structural step erases its innermost ``proof … qed`` block, which becomes ``sorry``; a
+failure outside every block abandons the proposal); (2) for each ``sorry`` in order,
+``callATP`` (built-ins, then the hammer), optionally **ERP** (re-query the proposer for
+that subgoal), else **coarsen**: replace the enclosing block — from the last step at
+proof level ≤ ℓ−2 before the ``sorry`` to the next one after it — by one ``sorry`` and
+start again, up to the whole theorem.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .language import (Statement, _check_prover, _check_steps, _check_stmt, _check_text, initial_state, join_steps,
-                       parse_steps, run_step)
+from .language import (
+    Statement,
+    _check_prover,
+    _check_steps,
+    _check_stmt,
+    _check_text,
+    initial_state,
+    join_steps,
+    parse_steps,
+    run_step,
+)
 
 
 @dataclass
 class Outcome:
-    """Result of one method on one proposal: success, the stage that closed it (``init_proof``,
-    ``init_atp``, ``coarse_atp``, ``erp``; ``hammer`` for the baseline), the final proof, the extra
-    proposer calls (ERP) and a trace of (kind, text) events."""
+    """Result of one method on one proposal: success, the stage that closed it
+    (``init_proof``, ``init_atp``, ``coarse_atp``, ``erp``; ``hammer`` for the
+    baseline), the final proof, the extra proposer calls (ERP) and a trace of (kind,
+    text) events."""
+
     success: bool
     stage: str | None = None
     proof: str | None = None
@@ -37,7 +50,8 @@ def _flatten(steps: list) -> list:
 
 
 def replay(stmt: Statement, steps: list, prover):
-    """States before each step and the final state; ``None`` from the first failing step on."""
+    """States before each step and the final state; ``None`` from the first failing step
+    on."""
     _check_stmt(stmt)
     _check_steps(steps)
     _check_prover(prover)
@@ -64,7 +78,8 @@ def check_proof(stmt: Statement, text: str, prover) -> bool:
 
 
 def blocks_of(steps: list) -> list:
-    """``(proof index, qed index)`` pairs, innermost first (in the order their ``qed`` closes)."""
+    """``(proof index, qed index)`` pairs, innermost first (in the order their ``qed``
+    closes)."""
     _check_steps(steps)
     opened, blocks = [], []
     for i, s in enumerate(steps):
@@ -78,12 +93,16 @@ def blocks_of(steps: list) -> list:
 
 
 def semi_proof(stmt: Statement, text: str, prover, events: list | None = None):
-    """Stage 1: the maximal compatible semi-proof of a proposal, as mini-steps, or None (abandoned)."""
+    """Stage 1: the maximal compatible semi-proof of a proposal, as mini-steps, or None
+    (abandoned)."""
     _check_stmt(stmt)
     _check_text("text", text)
     _check_prover(prover)
     if events is not None and not isinstance(events, list):
-        raise TypeError(f"events: expected a list (the trace is appended to it) or None, got {type(events).__name__}")
+        raise TypeError(
+            f"events: expected a list (the trace is appended to it) or None, got "
+            f"{type(events).__name__}"
+        )
     ev = events if events is not None else []
     init = parse_steps(text)
     if not init:
@@ -99,7 +118,7 @@ def semi_proof(stmt: Statement, text: str, prover, events: list | None = None):
             ev.append(("ok", step))
             state, i = res.state, i + 1
             continue
-        if state.mode != "prove":                         # a structural step failed
+        if state.mode != "prove":  # a structural step failed
             if res.kind == "illegal":
                 ev.append(("drop", f"{step}   ({res.error})"))
                 steps[i], i = "", i + 1
@@ -108,11 +127,17 @@ def semi_proof(stmt: Statement, text: str, prover, events: list | None = None):
             if block is None:
                 ev.append(("abandon", f"{step}   ({res.error})"))
                 return None
-            ev.append(("erase", f"{step}   ({res.error}) -> block {block[0]}..{block[1]} becomes sorry"))
+            ev.append(
+                (
+                    "erase",
+                    f"{step}   ({res.error}) -> block {block[0]}..{block[1]} becomes "
+                    f"sorry",
+                )
+            )
             for j in range(block[0], block[1]):
                 steps[j] = ""
             steps[block[1]], state, i = "sorry", before[block[0]], block[1]
-        else:                                             # a tactic failed: it becomes sorry
+        else:  # a tactic failed: it becomes sorry
             if step == "sorry":
                 ev.append(("abandon", f"sorry failed: {res.error}"))
                 return None
@@ -125,15 +150,25 @@ def semi_proof(stmt: Statement, text: str, prover, events: list | None = None):
 
 
 def _erp(stmt, prover, propose, before, i, expected, ev):
-    """ERP: ask the proposer for a proof of the subgoal at ``before[i]``; accept it if, with ATP
-    patching its failed tactics, it reaches the state the ``sorry`` would have reached."""
+    """ERP: ask the proposer for a proof of the subgoal at ``before[i]``; accept it if,
+    with ATP patching its failed tactics, it reaches the state the ``sorry`` would have
+    reached."""
     state = before[i]
-    sub = Statement(stmt.variables, stmt.domain, tuple((n, f.text) for n, f in state.hyps),
-                    state.pending[1].text)
+    sub = Statement(
+        stmt.variables,
+        stmt.domain,
+        tuple((n, f.text) for n, f in state.hyps),
+        state.pending[1].text,
+    )
     text = propose(sub)
-    ev.append(("erp", f"re-query for {state.pending[1]}: {' | '.join(text.splitlines())}"))
+    ev.append(
+        ("erp", f"re-query for {state.pending[1]}: {' | '.join(text.splitlines())}")
+    )
     out = []
-    for s in [x.replace("hammer", "sorry") if x == "by hammer" else x for x in parse_steps(text)]:
+    for s in [
+        x.replace("hammer", "sorry") if x == "by hammer" else x
+        for x in parse_steps(text)
+    ]:
         res = run_step(state, s, stmt, prover) if s != "sorry" else None
         if res is None or res.error:
             if state.mode != "prove":
@@ -149,13 +184,19 @@ def _erp(stmt, prover, propose, before, i, expected, ev):
     return None
 
 
-def proof_aug(stmt: Statement, text: str, prover, propose=None, trace: bool = False) -> Outcome:
-    """ProofAug on one proposal (``propose(subgoal_statement) -> text`` turns on ERP)."""
+def proof_aug(
+    stmt: Statement, text: str, prover, propose=None, trace: bool = False
+) -> Outcome:
+    """ProofAug on one proposal (``propose(subgoal_statement) -> text`` turns on
+    ERP)."""
     _check_stmt(stmt)
     _check_text("text", text)
     _check_prover(prover, atp=True)
     if propose is not None and not callable(propose):
-        raise TypeError(f"propose: expected a callable propose(statement) -> text or None, got {type(propose).__name__}")
+        raise TypeError(
+            f"propose: expected a callable propose(statement) -> text or None, got "
+            f"{type(propose).__name__}"
+        )
     ev: list = []
     init = parse_steps(text)
     steps0 = semi_proof(stmt, text, prover, ev)
@@ -178,7 +219,9 @@ def proof_aug(stmt: Statement, text: str, prover, propose=None, trace: bool = Fa
                 continue
             goal = before[i].pending[1]
             tac = prover.call_atp(before[i].hyps, goal, stmt)
-            ev.append(("atp", f"level {levels[i]}: {goal}  ->  {tac or 'all tactics failed'}"))
+            ev.append(
+                ("atp", f"level {levels[i]}: {goal}  ->  {tac or 'all tactics failed'}")
+            )
             if tac:
                 steps[i] = tac
                 continue
@@ -191,11 +234,16 @@ def proof_aug(stmt: Statement, text: str, prover, propose=None, trace: bool = Fa
                     continue
             lvl = levels[i]
             restart = max((j for j in range(i) if levels[j] <= lvl - 2), default=None)
-            end = min((j for j in range(i + 1, len(levels)) if levels[j] <= lvl - 2), default=None)
+            end = min(
+                (j for j in range(i + 1, len(levels)) if levels[j] <= lvl - 2),
+                default=None,
+            )
             if restart is None or end is None:
                 sorry_proof = None
             else:
-                sorry_proof = _flatten(steps[:restart]) + ["sorry"] + _flatten(steps[end:])
+                sorry_proof = (
+                    _flatten(steps[:restart]) + ["sorry"] + _flatten(steps[end:])
+                )
                 ev.append(("coarsen", join_steps(sorry_proof)))
             break
         if "sorry" not in steps:
@@ -216,8 +264,9 @@ def proof_aug(stmt: Statement, text: str, prover, propose=None, trace: bool = Fa
 
 
 def dsp(stmt: Statement, text: str, prover) -> Outcome:
-    """The DSP baseline: the proposal as written, its explicit holes (``by hammer``, ``sorry``) filled
-    by callATP; any other failure rejects it. No structure analysis, no coarsening."""
+    """The DSP baseline: the proposal as written, its explicit holes (``by hammer``,
+    ``sorry``) filled by callATP; any other failure rejects it. No structure analysis,
+    no coarsening."""
     _check_stmt(stmt)
     _check_text("text", text)
     _check_prover(prover, atp=True)
@@ -236,7 +285,8 @@ def dsp(stmt: Statement, text: str, prover) -> Outcome:
 
 
 def hammer_only(stmt: Statement, prover) -> Outcome:
-    """The whole theorem by callATP (built-in tactics, then the hammer): no proposal at all."""
+    """The whole theorem by callATP (built-in tactics, then the hammer): no proposal at
+    all."""
     _check_stmt(stmt)
     _check_prover(prover, atp=True)
     s0 = initial_state(stmt)

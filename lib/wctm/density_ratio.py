@@ -1,10 +1,13 @@
-"""Density-ratio estimation by probabilistic classification (calibration = 0 vs test = 1), batched.
+"""Density-ratio estimation by probabilistic classification (calibration = 0 vs test =
+1), batched.
 
-A classifier ``p(x) = P(test | x)`` trained with balanced classes gives the likelihood ratio
-``w(x) = dP_test / dP_cal (x) ∝ p(x) / (1 - p(x))``  (eq. ratio). We use L2-regularised logistic
-regression fitted by Newton's method (IRLS) for all streams at once: one ``(d+1) x (d+1)`` solve per
-stream and iteration, on any device.
+A classifier ``p(x) = P(test | x)`` trained with balanced classes gives the likelihood
+ratio ``w(x) = dP_test / dP_cal (x) ∝ p(x) / (1 - p(x))``
+    (eq. ratio). We use L2-regularised logistic
+regression fitted by Newton's method (IRLS) for all streams at once: one ``(d+1) x
+(d+1)`` solve per stream and iteration, on any device.
 """
+
 from __future__ import annotations
 
 import torch
@@ -15,20 +18,32 @@ MAX_LOGIT = 30.0
 
 
 def _design(x: torch.Tensor) -> torch.Tensor:
-    return torch.cat([x, torch.ones_like(x[..., :1])], dim=-1)           # (..., d+1) with intercept
+    return torch.cat(
+        [x, torch.ones_like(x[..., :1])], dim=-1
+    )  # (..., d+1) with intercept
 
 
-def fit_logistic(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, l2: float = 1e-2,
-                 iters: int = 12, beta0: torch.Tensor | None = None) -> torch.Tensor:
-    """Batched weighted logistic regression: minimise ``sum_i weight_i * CE(y_i, σ(x_i β)) + l2/2 |β|²``.
+def fit_logistic(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    weight: torch.Tensor,
+    l2: float = 1e-2,
+    iters: int = 12,
+    beta0: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Batched weighted logistic regression: minimise ``sum_i weight_i * CE(y_i, σ(x_i
+    β)) + l2/2 |β|²``.
 
-    ``x`` (S, N, d), ``y`` (S, N) in {0, 1}, ``weight`` (S, N) >= 0 (zero = point not in the fit).
-    Returns ``β`` (S, d+1), the last entry being the intercept (not penalised).
+    ``x`` (S, N, d), ``y`` (S, N) in {0, 1}, ``weight`` (S, N) >= 0 (zero = point not in
+    the fit). Returns ``β`` (S, d+1), the last entry being the intercept (not
+    penalised).
     """
     check_tensor("x", x, ndim=3, floating=True)
     S, N, d = x.shape
     if S < 1 or N < 1:
-        raise ValueError(f"x: expected at least one stream and one point, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"x: expected at least one stream and one point, got shape {tuple(x.shape)}"
+        )
     check_tensor("x", x, finite=True)
     check_tensor("y", y, shape=(S, N), floating=True)
     if not bool(((y == 0) | (y == 1)).all()):
@@ -44,29 +59,43 @@ def fit_logistic(x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor, l2: flo
 
 
 def _fit_logistic(x, y, weight, l2, iters, beta0):
-    """:func:`fit_logistic` without the input checks (the refit loop of :func:`online_weights`)."""
+    """:func:`fit_logistic` without the input checks (the refit loop of
+    :func:`online_weights`)."""
     S, N, d = x.shape
-    X = _design(x)                                                        # (S, N, d+1)
+    X = _design(x)  # (S, N, d+1)
     pen = torch.full((d + 1,), float(l2), dtype=x.dtype, device=x.device)
-    pen[-1] = 1e-8                                                        # intercept unpenalised
-    beta = torch.zeros(S, d + 1, dtype=x.dtype, device=x.device) if beta0 is None else beta0.clone()
+    pen[-1] = 1e-8  # intercept unpenalised
+    beta = (
+        torch.zeros(S, d + 1, dtype=x.dtype, device=x.device)
+        if beta0 is None
+        else beta0.clone()
+    )
     for _ in range(iters):
         eta = (X @ beta[..., None])[..., 0].clamp(-MAX_LOGIT, MAX_LOGIT)  # (S, N)
         prob = torch.sigmoid(eta)
         grad = (X * (weight * (prob - y))[..., None]).sum(1) + pen * beta  # (S, d+1)
-        h = weight * prob * (1 - prob)                                    # (S, N)
-        H = X.transpose(1, 2) @ (X * h[..., None]) + torch.diag(pen)      # (S, d+1, d+1)
-        beta = beta - torch.linalg.solve(H, grad[..., None])[..., 0]      # Newton step
+        h = weight * prob * (1 - prob)  # (S, N)
+        H = X.transpose(1, 2) @ (X * h[..., None]) + torch.diag(pen)  # (S, d+1, d+1)
+        beta = beta - torch.linalg.solve(H, grad[..., None])[..., 0]  # Newton step
     return beta
 
 
 def log_density_ratio(beta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``log w(x) = logit p(x) = x β`` (balanced classes), clamped to ±30; ``x`` (S, M, d) -> (S, M)."""
+    """``log w(x) = logit p(x) = x β`` (balanced classes), clamped to ±30; ``x`` (S, M,
+    d) -> (S, M)."""
     check_tensor("beta", beta, ndim=2, floating=True)
     if beta.shape[0] < 1 or beta.shape[1] < 1:
-        raise ValueError(f"beta: expected shape (S, d + 1) with S >= 1, got {tuple(beta.shape)}")
+        raise ValueError(
+            f"beta: expected shape (S, d + 1) with S >= 1, got {tuple(beta.shape)}"
+        )
     check_tensor("beta", beta, finite=True)
-    check_tensor("x", x, shape=(beta.shape[0], None, beta.shape[1] - 1), floating=True, finite=True)
+    check_tensor(
+        "x",
+        x,
+        shape=(beta.shape[0], None, beta.shape[1] - 1),
+        floating=True,
+        finite=True,
+    )
     return _log_density_ratio(beta, x)
 
 
@@ -74,31 +103,47 @@ def _log_density_ratio(beta, x):
     return (_design(x) @ beta[..., None])[..., 0].clamp(-MAX_LOGIT, MAX_LOGIT)
 
 
-def online_weights(cal_x: torch.Tensor, test_x: torch.Tensor, adapt_start: torch.Tensor,
-                   refit_every: int = 10, min_fit: int = 10, l2: float = 1e-2):
-    """Online density-ratio weights for WATCH, refitted every ``refit_every`` steps for all streams.
+def online_weights(
+    cal_x: torch.Tensor,
+    test_x: torch.Tensor,
+    adapt_start: torch.Tensor,
+    refit_every: int = 10,
+    min_fit: int = 10,
+    l2: float = 1e-2,
+):
+    """Online density-ratio weights for WATCH, refitted every ``refit_every`` steps for
+    all streams.
 
-    At refit time ``r`` the classifier separates the calibration set (label 0) from the test points
-    ``adapt_start <= j < r`` of the same stream (label 1; the current point is never in its own fit),
-    with balanced class weights. Streams with fewer than ``min_fit`` such points use ``w = 1``.
-    Returns ``cal_w`` (S, R, n), ``test_w`` (S, T) and ``block`` (T,) = refit used at each step.
+    At refit time ``r`` the classifier separates the calibration set (label 0) from the
+    test points ``adapt_start <= j < r`` of the same stream (label 1; the current point
+    is never in its own fit), with balanced class weights. Streams with fewer than
+    ``min_fit`` such points use ``w = 1``. Returns ``cal_w`` (S, R, n), ``test_w`` (S,
+    T) and ``block`` (T,) = refit used at each step.
     """
     check_tensor("cal_x", cal_x, ndim=3, floating=True)
     S, n, d = cal_x.shape
     if S < 1 or n < 2 or d < 1:
-        raise ValueError(f"cal_x: expected shape (S, n, d) with S >= 1, n >= 2, d >= 1, got {tuple(cal_x.shape)}")
+        raise ValueError(
+            f"cal_x: expected shape (S, n, d) with S >= 1, n >= 2, d >= 1, got "
+            f"{tuple(cal_x.shape)}"
+        )
     check_tensor("cal_x", cal_x, finite=True)
     check_tensor("test_x", test_x, shape=(S, None, d), floating=True, finite=True)
     check_tensor("adapt_start", adapt_start, shape=(S,), integer=True)
     T = test_x.shape[1]
     if bool((adapt_start < 0).any()):
-        raise ValueError(f"adapt_start: expected test indices >= 0, got {adapt_start.tolist()}")
-    refit_every, min_fit = check_int("refit_every", refit_every, 1), check_int("min_fit", min_fit, 1)
+        raise ValueError(
+            f"adapt_start: expected test indices >= 0, got {adapt_start.tolist()}"
+        )
+    refit_every, min_fit = (
+        check_int("refit_every", refit_every, 1),
+        check_int("min_fit", min_fit, 1),
+    )
     l2 = check_positive("l2", l2)
     mu = cal_x.mean(1, keepdim=True)
     sd = cal_x.std(1, keepdim=True).clamp_min(1e-8)
-    cx, tx = (cal_x - mu) / sd, (test_x - mu) / sd                        # standardised on cal
-    xs = torch.cat([cx, tx], dim=1)                                       # (S, n+T, d)
+    cx, tx = (cal_x - mu) / sd, (test_x - mu) / sd  # standardised on cal
+    xs = torch.cat([cx, tx], dim=1)  # (S, n+T, d)
     ys = torch.cat([torch.zeros(S, n), torch.ones(S, T)], dim=1).to(cal_x)  # (S, n+T)
     j = torch.arange(T, device=cal_x.device)
     starts = list(range(0, T, refit_every))
@@ -106,20 +151,31 @@ def online_weights(cal_x: torch.Tensor, test_x: torch.Tensor, adapt_start: torch
     test_w = torch.ones(S, T, dtype=cal_x.dtype, device=cal_x.device)
     beta = None
     for r_i, r in enumerate(starts):
-        inside = (j[None, :] >= adapt_start[:, None]) & (j[None, :] < r)  # (S, T) class-1 members
-        m = inside.sum(1)                                                 # (S,)
+        inside = (j[None, :] >= adapt_start[:, None]) & (
+            j[None, :] < r
+        )  # (S, T) class-1 members
+        m = inside.sum(1)  # (S,)
         ok = m >= min_fit
         if not bool(ok.any()):
             continue
-        w1 = inside.to(cal_x.dtype) / m.clamp_min(1)[:, None]             # each class has mass 1
-        wt = torch.cat([torch.full((S, n), 1.0 / n, dtype=cal_x.dtype, device=cal_x.device), w1], 1)
-        beta = _fit_logistic(xs[:, :n + r], ys[:, :n + r], wt[:, :n + r], l2, 8, beta)    # (S, d+1)
-        beta = torch.where(ok[:, None], beta, torch.zeros_like(beta))     # warm start only fitted streams
-        lw_cal = _log_density_ratio(beta, cx)                             # (S, n)
-        lw_test = _log_density_ratio(beta, tx[:, r:r + refit_every])      # (S, k)
-        shift = lw_cal.max(1, keepdim=True).values                        # rescale: only ratios matter
-        cal_w[:, r_i] = torch.where(ok[:, None], torch.exp(lw_cal - shift), cal_w[:, r_i])
-        test_w[:, r:r + refit_every] = torch.where(ok[:, None], torch.exp(lw_test - shift),
-                                                   test_w[:, r:r + refit_every])
-    block = torch.div(j, refit_every, rounding_mode="floor")              # (T,)
+        w1 = inside.to(cal_x.dtype) / m.clamp_min(1)[:, None]  # each class has mass 1
+        wt = torch.cat(
+            [torch.full((S, n), 1.0 / n, dtype=cal_x.dtype, device=cal_x.device), w1], 1
+        )
+        beta = _fit_logistic(
+            xs[:, : n + r], ys[:, : n + r], wt[:, : n + r], l2, 8, beta
+        )  # (S, d+1)
+        beta = torch.where(
+            ok[:, None], beta, torch.zeros_like(beta)
+        )  # warm start only fitted streams
+        lw_cal = _log_density_ratio(beta, cx)  # (S, n)
+        lw_test = _log_density_ratio(beta, tx[:, r : r + refit_every])  # (S, k)
+        shift = lw_cal.max(1, keepdim=True).values  # rescale: only ratios matter
+        cal_w[:, r_i] = torch.where(
+            ok[:, None], torch.exp(lw_cal - shift), cal_w[:, r_i]
+        )
+        test_w[:, r : r + refit_every] = torch.where(
+            ok[:, None], torch.exp(lw_test - shift), test_w[:, r : r + refit_every]
+        )
+    block = torch.div(j, refit_every, rounding_mode="floor")  # (T,)
     return cal_w, test_w, block

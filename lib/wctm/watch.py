@@ -1,4 +1,6 @@
-"""The WATCH monitor: standard CTM, X-CTM-scheduled weighted CTM (WCTM), diagnosis, intervals."""
+"""The WATCH monitor: standard CTM, X-CTM-scheduled weighted CTM (WCTM), diagnosis,
+intervals."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,17 +15,25 @@ from .density_ratio import online_weights
 from .martingales import composite_jumper, cusum, first_alarm, shiryaev_roberts
 
 #: diagnosis labels, in the order of :func:`diagnose`'s integer codes
-DIAGNOSES = ("no shift", "benign covariate shift", "concept shift", "extreme covariate shift")
+DIAGNOSES = (
+    "no shift",
+    "benign covariate shift",
+    "concept shift",
+    "extreme covariate shift",
+)
 
 
 @dataclass
 class StreamBatch:
-    """Everything a monitor sees for ``S`` streams: scores, density-ratio features, covariate scores.
+    """Everything a monitor sees for ``S`` streams: scores, density-ratio features,
+    covariate scores.
 
-    ``cal_scores`` (S, n) and ``test_scores`` (S, T): non-conformity scores of the predictor;
-    ``cal_x`` (S, n, d) / ``test_x`` (S, T, d): features of the cal-vs-test classifier;
-    ``cal_xscores`` (S, n) / ``test_xscores`` (S, T): covariate-only scores for the X-CTM.
+    ``cal_scores`` (S, n) and ``test_scores`` (S, T): non-conformity scores of the
+    predictor; ``cal_x`` (S, n, d) / ``test_x`` (S, T, d): features of the cal-vs-test
+    classifier; ``cal_xscores`` (S, n) / ``test_xscores`` (S, T): covariate-only scores
+    for the X-CTM.
     """
+
     cal_scores: torch.Tensor
     test_scores: torch.Tensor
     cal_x: torch.Tensor
@@ -35,44 +45,73 @@ class StreamBatch:
         check_tensor("cal_scores", self.cal_scores, ndim=2, floating=True)
         S, n = self.cal_scores.shape
         if S < 1 or n < 2:
-            raise ValueError(f"cal_scores: expected S >= 1 streams of n >= 2 calibration scores, "
-                             f"got shape {(S, n)}")
+            raise ValueError(
+                f"cal_scores: expected S >= 1 streams of n >= 2 calibration scores, "
+                f"got shape {(S, n)}"
+            )
         check_tensor("test_scores", self.test_scores, shape=(S, None), floating=True)
         T = self.test_scores.shape[1]
         if T < 1:
-            raise ValueError(f"test_scores: expected T >= 1 test points, got shape {(S, T)}")
+            raise ValueError(
+                f"test_scores: expected T >= 1 test points, got shape {(S, T)}"
+            )
         check_tensor("cal_x", self.cal_x, shape=(S, n, None), floating=True)
-        check_tensor("test_x", self.test_x, shape=(S, T, self.cal_x.shape[2]), floating=True)
+        check_tensor(
+            "test_x", self.test_x, shape=(S, T, self.cal_x.shape[2]), floating=True
+        )
         check_tensor("cal_xscores", self.cal_xscores, shape=(S, n), floating=True)
         check_tensor("test_xscores", self.test_xscores, shape=(S, T), floating=True)
-        for name in ("cal_scores", "test_scores", "cal_x", "test_x", "cal_xscores", "test_xscores"):
+        for name in (
+            "cal_scores",
+            "test_scores",
+            "cal_x",
+            "test_x",
+            "cal_xscores",
+            "test_xscores",
+        ):
             check_tensor(name, getattr(self, name), finite=True)
 
 
 def diagnose(x_alarm: torch.Tensor, w_alarm: torch.Tensor) -> torch.Tensor:
-    """WATCH's diagnosis rule per stream (codes index :data:`DIAGNOSES`):
-    X-CTM + WCTM alarms -> extreme covariate shift (3); WCTM alarm alone -> concept shift (2);
-    X-CTM alarm alone -> benign covariate shift, adapted to (1); neither -> no shift (0)."""
+    """WATCH's diagnosis rule per stream (codes index :data:`DIAGNOSES`): X-CTM + WCTM
+    alarms -> extreme covariate shift (3); WCTM alarm alone -> concept shift (2); X-CTM
+    alarm alone -> benign covariate shift, adapted to (1); neither -> no shift (0)."""
     check_tensor("x_alarm", x_alarm, integer=True)
     check_tensor("w_alarm", w_alarm, integer=True)
     if x_alarm.shape != w_alarm.shape:
-        raise ValueError(f"x_alarm, w_alarm: expected one shape, got {tuple(x_alarm.shape)} and {tuple(w_alarm.shape)}")
+        raise ValueError(
+            f"x_alarm, w_alarm: expected one shape, got {tuple(x_alarm.shape)} and "
+            f"{tuple(w_alarm.shape)}"
+        )
     x, w = x_alarm >= 0, w_alarm >= 0
     return torch.where(w, torch.where(x, 3, 2), torch.where(x, 1, 0))
 
 
-def watch_monitor(batch: StreamBatch, u: torch.Tensor, alpha: float = 0.1, ville_alpha: float = 0.01,
-                  sched_threshold: float = 1e4, refit_every: int = 10, min_fit: int = 10,
-                  l2: float = 1e-2, adapt_threshold: float | None = 10 ** 0.5, pr: bool = True) -> dict:
-    """Run every monitor on a batch of streams; ``u`` (S, T) are the tie-breaking uniforms.
+def watch_monitor(
+    batch: StreamBatch,
+    u: torch.Tensor,
+    alpha: float = 0.1,
+    ville_alpha: float = 0.01,
+    sched_threshold: float = 1e4,
+    refit_every: int = 10,
+    min_fit: int = 10,
+    l2: float = 1e-2,
+    adapt_threshold: float | None = 10**0.5,
+    pr: bool = True,
+) -> dict:
+    """Run every monitor on a batch of streams; ``u`` (S, T) are the tie-breaking
+    uniforms.
 
     * CTM: standard conformal p-values (eq. ctm-p) -> Composite Jumper (eq. cj).
-    * X-CTM: the same on covariate-only scores; its Ville alarm (``M_t >= 1/ville_alpha``) is the
-      diagnosis's covariate-shift evidence, and crossing ``adapt_threshold`` (the
-      authors' default, sqrt(10); ``None`` = the Ville threshold) starts WATCH's adaptation.
-    * WATCH (WCTM): CTM p-values before adaptation, weighted p-values (eqs. wcp, wcp-anti) with online
-      density-ratio weights after it; Ville (``M_t >= 1/ville_alpha``), SR and CUSUM alarms.
-    * Intervals: weighted split-conformal radius (eq. wq) for WATCH, uniform weights for the CTM.
+    * X-CTM: the same on covariate-only scores; its Ville alarm (``M_t >=
+      1/ville_alpha``) is the diagnosis's covariate-shift evidence, and crossing
+      ``adapt_threshold`` (the authors' default, sqrt(10); ``None`` = the Ville
+      threshold) starts WATCH's adaptation.
+    * WATCH (WCTM): CTM p-values before adaptation, weighted p-values (eqs. wcp,
+      wcp-anti) with online density-ratio weights after it; Ville (``M_t >=
+      1/ville_alpha``), SR and CUSUM alarms.
+    * Intervals: weighted split-conformal radius (eq. wq) for WATCH, uniform weights for
+      the CTM.
     * PR-ST / PR-CD on miscoverage losses (``pr=True``).
     Alarm times are test indices (0-based), ``-1`` for none.
     """
@@ -95,16 +134,22 @@ def watch_monitor(batch: StreamBatch, u: torch.Tensor, alpha: float = 0.1, ville
         check_positive("adapt_threshold", adapt_threshold)
     ville = 1.0 / ville_alpha
     out = {}
-    p_ctm = ctm_pvalues(batch.cal_scores, batch.test_scores, u)                 # (S, T)
-    p_x = ctm_pvalues(batch.cal_xscores, batch.test_xscores, u)                 # (S, T)
-    out["log_m_ctm"] = composite_jumper(p_ctm)                                  # (S, T)
+    p_ctm = ctm_pvalues(batch.cal_scores, batch.test_scores, u)  # (S, T)
+    p_x = ctm_pvalues(batch.cal_xscores, batch.test_xscores, u)  # (S, T)
+    out["log_m_ctm"] = composite_jumper(p_ctm)  # (S, T)
     out["log_m_x"] = composite_jumper(p_x)
-    out["x_alarm"] = first_alarm(out["log_m_x"], ville)                         # (S,)
-    x_start = first_alarm(out["log_m_x"], ville if adapt_threshold is None else adapt_threshold)
+    out["x_alarm"] = first_alarm(out["log_m_x"], ville)  # (S,)
+    x_start = first_alarm(
+        out["log_m_x"], ville if adapt_threshold is None else adapt_threshold
+    )
     adapt = torch.where(x_start >= 0, x_start + 1, torch.full_like(x_start, T))
-    cal_w, test_w, block = online_weights(batch.cal_x, batch.test_x, adapt, refit_every, min_fit, l2)
-    p_w = weighted_pvalues(batch.cal_scores, cal_w, batch.test_scores, test_w, u, alpha, block)
-    adapted = torch.arange(T, device=u.device)[None, :] >= adapt[:, None]       # (S, T)
+    cal_w, test_w, block = online_weights(
+        batch.cal_x, batch.test_x, adapt, refit_every, min_fit, l2
+    )
+    p_w = weighted_pvalues(
+        batch.cal_scores, cal_w, batch.test_scores, test_w, u, alpha, block
+    )
+    adapted = torch.arange(T, device=u.device)[None, :] >= adapt[:, None]  # (S, T)
     out["p_ctm"], out["p_watch"] = p_ctm, torch.where(adapted, p_w, p_ctm)
     out["log_m_watch"] = composite_jumper(out["p_watch"])
     out["adapt_start"] = adapt
@@ -115,12 +160,14 @@ def watch_monitor(batch: StreamBatch, u: torch.Tensor, alpha: float = 0.1, ville
         out[f"{name}_cusum"] = first_alarm(cusum(lm), sched_threshold)
     out["diagnosis"] = diagnose(out["x_alarm"], out["watch_ville"])
     ones = torch.ones_like(batch.cal_scores)
-    q_ctm = weighted_quantile_upper(batch.cal_scores, ones, torch.ones_like(u), alpha)   # (S, T)
+    q_ctm = weighted_quantile_upper(
+        batch.cal_scores, ones, torch.ones_like(u), alpha
+    )  # (S, T)
     q_w = weighted_quantile_upper(batch.cal_scores, cal_w, test_w, alpha, block)
     q_watch = torch.where(adapted, q_w, q_ctm)
     for name, q in (("ctm", q_ctm), ("watch", q_watch)):
-        out[f"cover_{name}"] = (batch.test_scores <= q).to(u.dtype)             # (S, T)
-        out[f"width_{name}"] = 2 * q                                            # (S, T), may be inf
+        out[f"cover_{name}"] = (batch.test_scores <= q).to(u.dtype)  # (S, T)
+        out[f"width_{name}"] = 2 * q  # (S, T), may be inf
     out["test_w"] = test_w
     if pr:
         src, tgt = pr_losses(batch.cal_scores, batch.test_scores, alpha)
@@ -129,23 +176,35 @@ def watch_monitor(batch: StreamBatch, u: torch.Tensor, alpha: float = 0.1, ville
     return out
 
 
-def alarm_summary(alarm: torch.Tensor, changepoint: int, horizon: int | None = None) -> dict:
-    """Alarm statistics for one method over streams: ``alarm_rate`` (any alarm), ``false_alarm`` (before
-    the changepoint), ``detect`` (first alarm at or after it), ``delay`` (mean over detections) and,
-    with ``horizon`` (the stream length), ``delay_cens``: the mean delay over streams without a false
-    alarm, a missed change counting as ``horizon - changepoint`` (a lower bound on its true delay)."""
+def alarm_summary(
+    alarm: torch.Tensor, changepoint: int, horizon: int | None = None
+) -> dict:
+    """Alarm statistics for one method over streams: ``alarm_rate`` (any alarm),
+    ``false_alarm`` (before the changepoint), ``detect`` (first alarm at or after it),
+    ``delay`` (mean over detections) and, with ``horizon`` (the stream length),
+    ``delay_cens``: the mean delay over streams without a false alarm, a missed change
+    counting as ``horizon - changepoint`` (a lower bound on its true delay)."""
     check_tensor("alarm", alarm, ndim=1, integer=True, nonempty=True)
     changepoint = check_int("changepoint", changepoint, 0)
     if horizon is not None and check_int("horizon", horizon, 1) < changepoint:
-        raise ValueError(f"horizon: expected at least changepoint={changepoint}, got {horizon}")
+        raise ValueError(
+            f"horizon: expected at least changepoint={changepoint}, got {horizon}"
+        )
     a = alarm.detach().cpu().double()
     fired = a >= 0
     early = fired & (a < changepoint)
     det = fired & (a >= changepoint)
     delay = float((a[det] - changepoint).mean()) if bool(det.any()) else float("nan")
-    out = {"alarm_rate": float(fired.double().mean()), "false_alarm": float(early.double().mean()),
-           "detect": float(det.double().mean()), "delay": delay}
+    out = {
+        "alarm_rate": float(fired.double().mean()),
+        "false_alarm": float(early.double().mean()),
+        "detect": float(det.double().mean()),
+        "delay": delay,
+    }
     if horizon is not None:
-        cens = torch.where(det, a, torch.full_like(a, float(horizon)))[~early] - changepoint
+        cens = (
+            torch.where(det, a, torch.full_like(a, float(horizon)))[~early]
+            - changepoint
+        )
         out["delay_cens"] = float(cens.mean()) if cens.numel() else float("nan")
     return out
