@@ -306,3 +306,25 @@ def test_a_stale_claims_file_is_flagged_and_not_used():
     }
     md = C.claims_table(rs, claims_file=held, slug="brokerage")
     assert "stale" in md and "**reproduced**" in md
+
+
+def test_judge_all_and_mean_values():
+    c1 = C.Claim(
+        "a",
+        "x is at least 1",
+        paper="p",
+        where="w",
+        statistic="x",
+        rule=C.Rule.at_least(1.0),
+        control="none",
+    )
+    c2 = C.Claim("b", "untested", paper="p", where="w", expect="not tested here")
+    measured = {"a": {"values": {0: 2.0, 1: 3.0, 2: 4.0}, "control": {}}}
+    res = C.judge_all((c1, c2), measured)
+    assert [r.claim.id for r in res] == ["a", "b"]
+    assert res[0].control is None  # an empty control counts as not run
+    assert res[1].verdict == "not tested here"
+    assert C.mean_values(measured) == {"a": 3.0}
+    assert C.mean_values(None) is None
+    with pytest.raises(TypeError, match="measured: expected the dict"):
+        C.judge_all((c1,), [1, 2])

@@ -27,12 +27,11 @@ not test "no broker can learn".
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
 
-from lib.common.claims import seed_list, Claim, Rule, evaluate
+from lib.common.claims import Claim, Rule, judge_all, mean_values, seed_list
 
 from .learners import Learner, simulate, two_bit_learner
 from .model import Market, expected_regret, make_market
@@ -201,22 +200,10 @@ def measure_claims(cfg, seeds, device="cpu") -> dict:
 def judge(measured: dict) -> list:
     """:func:`lib.common.claims.evaluate` for every claim of the chapter (untested ones
     included)."""
-    if not isinstance(measured, dict):
-        raise TypeError(
-            f"measured: expected the dict of measure_claims, got "
-            f"{type(measured).__name__}"
-        )
-    return [
-        evaluate(c, measured[c.id]["values"], control=measured[c.id]["control"])
-        if c.id in measured
-        else evaluate(c, None)
-        for c in CLAIMS
-    ]
+    return judge_all(CLAIMS, measured)
 
 
 def full_values(measured: dict | None) -> dict | None:
     """Mean over seeds of each claim's statistic (the "ours FULL" column), or None
     without a run."""
-    if measured is None:
-        return None
-    return {k: float(np.mean(list(v["values"].values()))) for k, v in measured.items()}
+    return mean_values(measured)

@@ -390,6 +390,35 @@ def worse(*verdicts: str) -> str:
     return max(verdicts, key=_RANK.__getitem__)
 
 
+def judge_all(claims: Sequence[Claim], measured: Mapping) -> list:
+    """:func:`evaluate` for every claim of a chapter, in order, from the dict a
+    chapter's ``measure_claims`` returns (``{id: {"values": {seed: v}, "control":
+    {seed: v}}}``); a claim missing from it (untested, or not measurable here) is
+    judged without values."""
+    if not isinstance(measured, Mapping):
+        raise TypeError(
+            f"measured: expected the dict of measure_claims, got "
+            f"{type(measured).__name__}"
+        )
+    return [
+        evaluate(c, measured[c.id]["values"], control=measured[c.id]["control"] or None)
+        if c.id in measured
+        else evaluate(c, None)
+        for c in claims
+    ]
+
+
+def mean_values(measured: Mapping | None) -> dict | None:
+    """Mean over seeds of each measured claim's statistic (a table's "ours FULL"
+    column), or None without a run."""
+    if measured is None:
+        return None
+    return {
+        k: float(sum(v["values"].values()) / len(v["values"]))
+        for k, v in measured.items()
+    }
+
+
 def assert_claims(results: Sequence[ClaimResult]) -> None:
     """Fail when a claim the chapter records as ``reproduced`` (or ``partly``) no longer
     earns it.

@@ -48,10 +48,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from lib.common import check_int, make_generator
-from lib.common.claims import seed_list, Claim, Rule, evaluate
+from lib.common.claims import Claim, Rule, judge_all, mean_values, seed_list
 
 from .data import noisy_circle
 from .dmap import diffusion_map
@@ -251,22 +250,10 @@ def measure_claims(cfg, seeds, device="cpu") -> dict:
 def judge(measured: dict) -> list:
     """:func:`lib.common.claims.evaluate` for every claim of the chapter (untested ones
     included)."""
-    if not isinstance(measured, dict):
-        raise TypeError(
-            f"measured: expected the dict of measure_claims, got "
-            f"{type(measured).__name__}"
-        )
-    return [
-        evaluate(c, measured[c.id]["values"], control=measured[c.id]["control"] or None)
-        if c.id in measured
-        else evaluate(c, None)
-        for c in CLAIMS
-    ]
+    return judge_all(CLAIMS, measured)
 
 
 def full_values(measured: dict | None) -> dict | None:
     """Mean over seeds of each claim's statistic (the "ours FULL" column), or None
     without a run."""
-    if measured is None:
-        return None
-    return {k: float(np.mean(list(v["values"].values()))) for k, v in measured.items()}
+    return mean_values(measured)
