@@ -276,6 +276,7 @@ def _shrunk(cfg):
         baseline_radii=(0.2,),
         vae_steps=5,
         claim_n=150,
+        claim_n_sharp=150,
         claim_radii=(0.4, 0.3),
         claim_dims=(3, 4),
         sweep_ns=(100, 150),
@@ -369,6 +370,7 @@ def test_claims_and_controls_separate_at_a_tiny_size():
     tiny = dataclasses.replace(
         SMOKE,
         claim_n=500,
+        claim_n_sharp=500,
         claim_radii=(0.4, 0.3, 0.25),
         claim_dims=(3, 10),
         n_eigs=16,
@@ -383,6 +385,10 @@ def test_claims_and_controls_separate_at_a_tiny_size():
     assert results[-1].verdict == "not tested here"
     # the digit cannot test the premise (r far beyond the reach): not measured
     assert "digit" not in m
+    # the fibre constant: judged against the right and the nearest wrong constant
+    const = m["constant"]
+    assert set(const["values"]) == set(const["control"]) == {0}
+    assert const["values"][0] != const["control"][0]
     assert {r.claim.id: r.verdict for r in results}["digit"] == "not tested here"
 
 

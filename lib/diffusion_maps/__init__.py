@@ -113,6 +113,8 @@ class Config:
     vae_steps: int = 1500
     ltsa_neighbors: int = 20
     claim_n: int = 1000  # points per data set in the claims (untruncated kernel)
+    # points per circle for the fibre-constant claim (the count must resolve nu_1)
+    claim_n_sharp: int = 2000
     claim_radii: tuple = (
         0.4,
         0.3,
@@ -145,6 +147,7 @@ class Config:
             "vae_steps",
             "ltsa_neighbors",
             "claim_n",
+            "claim_n_sharp",
         ):
             check_int(name, getattr(self, name), 1)
         for name in ("D_base", "baseline_D", "claim_digit_count"):
@@ -205,6 +208,7 @@ FULL = Config(
     baseline_radii=(0.1, 0.2, 0.3, 0.4, 0.5),
     vae_steps=4000,
     claim_n=2000,
+    claim_n_sharp=4000,
     sweep_ns=(1000, 2000, 4000),
 )
 
