@@ -835,7 +835,7 @@ def _cases_consistency_gc():
         widget_mus=(),
         n_test=8,
         ode_steps=4,
-        diag_sigmas=(0.1,),
+        diag_sigmas=(0.5, 5.0),
         n_diag=8,
         images=False,
     )
@@ -847,6 +847,7 @@ def _cases_consistency_gc():
     si, sip1 = torch.full((M, Bt), 0.5), torch.full((M, Bt), 1.0)
     toy = CG.toy_experiment(TINY, "cpu")
     summary = CG.summarise(toy, {"skipped": "off"})
+    measured = CG.toy_claims(toy)
     feats = torch.randn(10, 3, generator=torch.Generator().manual_seed(1))
     tc_kinds = {"p_mean": "real", "ema_decay": "prob", "s0": "count", "s1": "count"}
     return [
@@ -1004,6 +1005,25 @@ def _cases_consistency_gc():
             lambda: dict(f1=feats.clone(), f2=feats.clone() + 1),
         ),
         Case(ch, "toy_members", CG.toy_members, lambda: dict(cfg=TINY), {"cfg": "obj"}),
+        Case(
+            ch,
+            "toy_seeds",
+            CG.toy_seeds,
+            lambda: dict(cfg=TINY, seeds=(0, 1)),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(ch, "toy_claims", CG.toy_claims, lambda: dict(toy=toy), {"toy": "obj"}),
+        Case(
+            ch,
+            "measure_claims",
+            CG.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", CG.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
         Case(
             ch,
             "toy_experiment",

@@ -22,10 +22,19 @@ from lib.common import check_positive, check_tensor
 
 @torch.no_grad()
 def flow_diagnostics(
-    x0: torch.Tensor, z: torch.Tensor, sigma: float, denoiser, generator_fn=None
+    x0: torch.Tensor,
+    z: torch.Tensor,
+    sigma: float,
+    denoiser,
+    generator_fn=None,
+    generator_z: torch.Tensor | None = None,
 ) -> dict:
     """C(σ) and V(σ) per member for IC (``generator_fn=None``) or GC; x0, z (M, N, d) ->
-    dict of (M,)."""
+    dict of (M,).
+
+    ``generator_z`` (M, N, d), with ``generator_fn``, builds x̂ from x* + σ z' with an
+    independent noise z' while the flow still uses z: the coupling of x̂ and z removed
+    (the negative control of the transport and discrepancy claims)."""
     check_tensor("x0", x0, ndim=3, floating=True, nonempty=True, finite=True)
     check_tensor("z", z, shape=tuple(x0.shape), floating=True, finite=True)
     check_positive("sigma", sigma)
@@ -38,9 +47,20 @@ def flow_diagnostics(
             f"generator_fn: expected a callable f(x, σ) or None, got "
             f"{type(generator_fn).__name__}"
         )
+    if generator_z is not None:
+        if generator_fn is None:
+            raise ValueError("generator_z: expected None without generator_fn")
+        check_tensor(
+            "generator_z",
+            generator_z,
+            shape=tuple(x0.shape),
+            floating=True,
+            finite=True,
+        )
     sig = torch.full(x0.shape[:2], float(sigma), device=x0.device)  # (M, N)
+    z_gen = z if generator_z is None else generator_z
     x_end = (
-        x0 if generator_fn is None else generator_fn(x0 + sigma * z, sig)
+        x0 if generator_fn is None else generator_fn(x0 + sigma * z_gen, sig)
     )  # x* or x̂   (M, N, d)
     cost = (x_end - z).pow(2).sum(-1).mean(-1)  # E‖x_end − z‖²   (M,)
     err = (

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from lib.common import check_tensor, device as pick_device, make_generator
+from lib.common import check_bool, check_tensor, device as pick_device, make_generator
+from lib.common.claims import seed_list
 
-from .diagnostics import flow_diagnostics, map_error
+from .diagnostics import flow_diagnostics
 from .images import frechet_distance, mnist_data, train_classifier
 from .toy import pf_ode_map, two_gaussians
 from .training import Trainer
@@ -47,56 +49,108 @@ def _check_cfg(cfg):
     return cfg
 
 
-def toy_members(cfg: Config):
-    """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` per seed,
-    then the extra widget μ's (first seed only)."""
+#: the toy's negative control: GC (μ = 0.5) whose endpoints x̂ come from the frozen,
+# untrained initial network instead of the EMA model
+CONTROL = "GC untrained"
+
+
+def toy_seeds(cfg: Config, seeds=None) -> tuple:
+    """The toy's seeds: ``seeds`` when given, else cfg.seed, cfg.seed + 1, … (n_seeds
+    of them)."""
     _check_cfg(cfg)
+    if seeds is None:
+        return tuple(cfg.seed + k for k in range(cfg.n_seeds))
+    return seed_list(seeds)
+
+
+def toy_members(cfg: Config, seeds=None, ablation: bool = True):
+    """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` and the
+    :data:`CONTROL` per seed, then the extra widget μ's (first seed only).
+    ``ablation=False`` leaves out GC μ = 1 and the widget μ's (what the claims need)."""
     names, mu, cd, seed = [], [], [], []
-    for s in range(cfg.n_seeds):
-        for name, (m, c) in TOY_METHODS.items():
+    seeds = toy_seeds(cfg, seeds)
+    check_bool("ablation", ablation)
+    methods = [*TOY_METHODS.items(), (CONTROL, (0.5, False))]
+    if not ablation:
+        methods = [(n, v) for n, v in methods if n != "GC μ=1"]
+    for s in seeds:
+        for name, (m, c) in methods:
             names.append(name), mu.append(m), cd.append(c), seed.append(s)
-    for m in cfg.widget_mus:
-        names.append(f"μ={m:g}"), mu.append(float(m)), cd.append(False), seed.append(0)
+        if s == seeds[0] and ablation:
+            for m in cfg.widget_mus:
+                names.append(f"μ={m:g}"), mu.append(float(m)), cd.append(False)
+                seed.append(s)
     return names, mu, cd, seed
 
 
-def toy_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
-    """Train every toy member as one ensemble; return metrics per method and the
-    widget's frames."""
+def _stream(seed: int, k: int) -> torch.Generator:
+    # seed s uses generators 10 s + k (k = 0 data, 1 test noises, 2 diagnostics): the
+    # streams of different seeds never coincide, and a seed's run depends on it alone
+    return make_generator(10 * seed + k)
+
+
+def toy_experiment(
+    cfg: Config, device: str | torch.device = "cpu", seeds=None, ablation: bool = True
+) -> dict:
+    """Train every toy member of every seed side by side in one ensemble; return
+    metrics per member, the test noises and exact ODE map of every seed, and the
+    widget's frames.
+
+    Seed s draws its data, test noises and diagnostics from its own generators (10 s +
+    k) and initialises its members from 1000 s, so its result does not depend on the
+    other seeds trained beside it. ``ablation=False``: without GC μ = 1 and the widget
+    μ's (see :func:`toy_members`).
+    """
     _check_cfg(cfg)
+    seeds = toy_seeds(cfg, seeds)
     gmm, tc = two_gaussians(), cfg.toy
-    names, mu, cd, seed = toy_members(cfg)
+    names, mu, cd, seed = toy_members(cfg, seeds, ablation)
+    stream = torch.tensor([seeds.index(t) for t in seed])  # (M,) member -> seed index
     trainer = Trainer(
-        tc, 2, mu, cd, seed, seed=cfg.seed, denoiser=gmm.denoise, device=device
+        tc,
+        2,
+        mu,
+        cd,
+        stream,
+        denoiser=gmm.denoise,
+        device=device,
+        init_generator=[n == CONTROL for n in names],
+        stream_seeds=seeds,
     )
-    z_test = torch.randn(
-        cfg.n_test, 2, generator=make_generator(cfg.seed + 1)
-    )  # (N, 2)
+    z_test = torch.stack(
+        [torch.randn(cfg.n_test, 2, generator=_stream(s, 1)) for s in seeds]
+    )  # (S, N, 2)
     target = pf_ode_map(
         gmm, tc.sigma_max * z_test, tc.sigma_max, tc.sigma_min, cfg.ode_steps
-    )
+    )  # (S, N, 2)
     frames, steps = [], []
 
     def on_checkpoint(step, ema):
         steps.append(step)
-        frames.append(trainer.one_step(z_test, ema).cpu())  # (M, N, 2)
+        frames.append(trainer.one_step(z_test[stream], ema).cpu())  # (M, N, 2)
 
-    trainer.fit(gmm.sample, make_generator(cfg.seed), on_checkpoint, desc="toy")
+    gens = [_stream(s, 0) for s in seeds]
+    trainer.fit(gmm.sample, gens, on_checkpoint, desc="toy")
     samples = torch.stack(frames)  # (C, M, N, 2)
-    ode_err = torch.stack([map_error(f, target) for f in samples])  # (C, M)
+    ode_err = (samples - target[stream]).norm(dim=-1).mean(-1)  # (C, M) map error
     sample_err = gmm.nearest_mode_distance(samples).mean(-1)  # (C, M)
 
-    # per-σ diagnostics: IC flow (x*) and each member's GC flow (x̂ from its own EMA
-    # model)
-    g = make_generator(cfg.seed + 2)
-    m = len(names)
-    x0 = gmm.sample(cfg.n_diag, g).to(device).expand(m, -1, -1)  # (M, N, 2)
-    z = torch.randn(cfg.n_diag, 2, generator=g).to(device).expand(m, -1, -1)
-    den = gmm.denoise
-    diag = {"ic": [], "gc": []}
-    for s in cfg.diag_sigmas:
-        diag["ic"].append(flow_diagnostics(x0, z, s, den))
-        diag["gc"].append(flow_diagnostics(x0, z, s, den, generator_fn=trainer.ema))
+    # per-σ diagnostics: IC flow (x*), each member's GC flow (x̂ from its own EMA model)
+    # and the decoupled flow (x̂ from an independent noise z', the coupling removed)
+    draws = []
+    for s in seeds:
+        g = _stream(s, 2)
+        x0 = gmm.sample(cfg.n_diag, g)
+        draws.append((x0, *(torch.randn(cfg.n_diag, 2, generator=g) for _ in "zz")))
+    x0, z, z2 = (torch.stack(t)[stream].to(device) for t in zip(*draws))  # (M, N, 2)
+    diag = {"ic": [], "gc": [], "dec": []}
+    den, gen = gmm.denoise, trainer.ema
+    for sg in cfg.diag_sigmas:
+        diag["ic"].append(flow_diagnostics(x0, z, sg, den))
+        diag["gc"].append(flow_diagnostics(x0, z, sg, den, generator_fn=gen))
+        diag["dec"].append(
+            flow_diagnostics(x0, z, sg, den, generator_fn=gen, generator_z=z2)
+        )
     per_sigma = {
         f"{k}_{q}": torch.stack([d[q] for d in v]).cpu()  # (S_σ, M)
         for k, v in diag.items()
@@ -107,6 +161,7 @@ def toy_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
         "mu": mu,
         "cd": cd,
         "seed": seed,
+        "seeds": list(seeds),
         "steps": steps,
         "z_test": z_test,
         "target": target,
@@ -227,11 +282,21 @@ def run_experiment(cfg: Config, device=None) -> dict:
     _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
     toy = toy_experiment(cfg, device)
-    images = (
-        image_experiment(cfg, device)
-        if cfg.images
-        else {"skipped": "images switched off in the config"}
-    )
+    if not cfg.images:
+        return summarise(toy, {"skipped": "images switched off in the config"})
+    runs = [
+        image_experiment(dataclasses.replace(cfg, seed=cfg.seed + k), device)
+        for k in range(cfg.image_seeds)
+    ]
+    images = {k: v for k, v in runs[0].items()}
+    if "skipped" not in images:
+        # the first seed's first 36 one-step samples of IC and GC, for the chapter
+        images["sample_grid"] = [
+            [[round(x, 3) for x in img] for img in member[:36].tolist()]
+            for member in runs[0]["samples"]
+        ]
+        images["fd_per_seed"] = {m: [r["fd"][m] for r in runs] for m in ("IC", "GC")}
+        images["image_seeds"] = [cfg.seed + k for k in range(cfg.image_seeds)]
     return summarise(toy, images)
 
 

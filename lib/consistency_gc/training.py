@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from lib.common import (
+    check_bool,
     check_choice,
     check_finite,
     check_int,
@@ -71,6 +72,9 @@ class TrainConfig:
     n_checkpoints: int = 4
     # "pseudo_huber" (iCT) or "l2" (squared L2, the authors' 2-D toy)
     loss: str = "pseudo_huber"
+    # EMA warm-up (the ``ema_pytorch`` default the authors' toy uses): the decay at step
+    # k is min(ema_decay, 1 − (1 + k)^(−2/3)), so θ⁻ follows θ closely early on
+    ema_warmup: bool = False
 
     def __post_init__(self):
         for name in ("steps", "batch", "depth", "s0", "n_checkpoints"):
@@ -93,6 +97,14 @@ class TrainConfig:
         check_probability("ema_decay", self.ema_decay)
         check_finite("p_mean", self.p_mean)
         check_choice("loss", self.loss, LOSSES)
+        check_bool("ema_warmup", self.ema_warmup)
+
+    def ema_decay_at(self, step: int) -> float:
+        """The EMA decay used after optimisation step ``step`` (0-based)."""
+        step = check_int("step", step, 0)
+        if not self.ema_warmup:
+            return self.ema_decay
+        return min(self.ema_decay, 1.0 - (1.0 + step) ** (-2.0 / 3.0))
 
 
 def consistency_pairs(
@@ -269,6 +281,12 @@ class Trainer:
     (exact teacher ``denoiser`` needed), ``member_seed`` (M,) maps each member to a data
     stream / initialisation: members with the same seed see identical x*, z, i and u and
     start from identical weights, so methods are compared on paired randomness.
+    ``init_generator`` (M,) marks members whose GC endpoints x̂ come from the frozen,
+    untrained initial network instead of the EMA model (a negative control).
+    ``stream_seeds`` (one int per data stream) initialises stream k's members from
+    1000 · stream_seeds[k] (else ``seed`` · 1000 + k); with it, :meth:`fit` takes one
+    generator per stream, so that several seeds train side by side in one ensemble and
+    each gets what it would get alone (``Trainer(seed=s)`` with one stream).
     """
 
     def __init__(
@@ -281,6 +299,8 @@ class Trainer:
         seed: int = 0,
         denoiser=None,
         device: str | torch.device = "cpu",
+        init_generator=None,
+        stream_seeds=None,
     ):
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"cfg: expected a TrainConfig, got {type(cfg).__name__}")
@@ -330,19 +350,51 @@ class Trainer:
                 f"member_seed: expected {m} non-negative ints, got "
                 f"{self.member_seed.tolist()}"
             )
+        self.init_gen = (
+            torch.zeros(m, dtype=torch.bool)
+            if init_generator is None
+            else torch.as_tensor(init_generator)
+        )
+        if self.init_gen.shape != (m,) or self.init_gen.dtype != torch.bool:
+            raise ValueError(
+                f"init_generator: expected {m} booleans like mu, got "
+                f"{self.init_gen.tolist()}"
+            )
         self.n_streams = int(self.member_seed.max()) + 1
+        self.stream_seeds = None
+        if stream_seeds is not None:
+            try:
+                self.stream_seeds = torch.as_tensor(stream_seeds, dtype=torch.long)
+            except (TypeError, ValueError, RuntimeError):
+                raise TypeError(
+                    f"stream_seeds: expected a list of ints, got {stream_seeds!r}"
+                ) from None
+            if self.stream_seeds.shape != (self.n_streams,) or bool(
+                (self.stream_seeds < 0).any()
+            ):
+                raise ValueError(
+                    f"stream_seeds: expected {self.n_streams} non-negative ints (one "
+                    f"per data stream), got {self.stream_seeds.tolist()}"
+                )
         self.denoiser, self.data_dim = denoiser, check_int("data_dim", data_dim, 1)
         net = EnsembleMLP(
             m,
             data_dim,
             cfg.hidden,
             cfg.depth,
-            seeds=(seed * 1000 + self.member_seed).tolist(),
+            seeds=(
+                seed * 1000 + self.member_seed
+                if stream_seeds is None
+                else 1000 * self.stream_seeds[self.member_seed]
+            ).tolist(),
         )
         self.model = ConsistencyEnsemble(net, cfg.sigma_min, cfg.sigma_data).to(
             self.device
         )
         self.ema = make_ema(self.model)
+        self.use_init_gen = bool(self.init_gen.any())
+        self.init_model = make_ema(self.model) if self.use_init_gen else None
+        self._init_dev = self.init_gen.to(self.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
         self.use_gc, self.use_cd = bool((self.mu > 0).any()), bool(self.cd.any())
         self._mu_dev, self._cd_dev = self.mu.to(self.device), self.cd.to(self.device)
@@ -357,17 +409,25 @@ class Trainer:
             self._grids[n] = (sig, ict_loss_weights(sig))  # λ = 1/(σ_{i+1} − σ_i)
         return self._grids[n]
 
-    def draw(self, sample_data, generator: torch.Generator):
+    def draw(self, sample_data, generator):
         """One batch of randomness per data stream, drawn on the CPU, moved, then shared
-        by its members."""
+        by its members. ``generator``: one torch.Generator, or a list of one per
+        stream (each stream then draws from its own)."""
         c, s, b = self.cfg, self.n_streams, self.cfg.batch
         sig, lam = self._grid(ict_num_scales(self.step_count, c.steps, c.s0, c.s1))
-        idx = lognormal_indices(
-            s * b, sig, c.p_mean, c.p_std, generator=generator
-        )  # (S·B,)
-        x0 = sample_data(s * b, generator).view(s, b, -1)  # (S, B, d)
-        z = torch.randn(s, b, self.data_dim, generator=generator)  # (S, B, d)
-        u = torch.rand(s, b, generator=generator)  # (S, B)
+        gens = generator if isinstance(generator, (list, tuple)) else None
+        if gens is not None and len(gens) != s:
+            raise ValueError(
+                f"generator: expected {s} generators (one per stream), got {len(gens)}"
+            )
+        parts = []
+        for g, n in [(generator, s)] if gens is None else [(g, 1) for g in gens]:
+            idx = lognormal_indices(n * b, sig, c.p_mean, c.p_std, generator=g)
+            x0 = sample_data(n * b, g).view(n, b, -1)  # (n, B, d)
+            z = torch.randn(n, b, self.data_dim, generator=g)  # (n, B, d)
+            parts.append((idx.view(n, b), x0, z, torch.rand(n, b, generator=g)))
+        idx, x0, z, u = (torch.cat(t) for t in zip(*parts))  # (S, B, ...) each
+        idx = idx.reshape(-1)  # (S·B,)
         per = [
             t.to(self.device)[self._seed_dev]
             for t in (
@@ -381,6 +441,16 @@ class Trainer:
         ]
         return per  # each (M, B, ...)
 
+    def generator(self, x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        """GC's generator f_θ⁻(x, σ) per member: the EMA model, or the untrained
+        initial network for the ``init_generator`` members; (M, B, d) -> (M, B, d)."""
+        out = self.ema(x, sigma)
+        if self.use_init_gen:
+            out = torch.where(
+                self._init_dev.view(-1, 1, 1), self.init_model(x, sigma), out
+            )
+        return out
+
     def step(self, batch) -> torch.Tensor:
         """One optimisation step on a drawn batch; returns the per-member loss (M,),
         detached."""
@@ -392,7 +462,7 @@ class Trainer:
             s_ip1,
             u,
             self._mu_dev,
-            self.ema if self.use_gc else None,
+            self.generator if self.use_gc else None,
             self._cd_dev if self.use_cd else None,
             self.denoiser,
             check=False,
@@ -403,7 +473,7 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         loss.sum().backward()  # members are independent: Σ_m keeps each gradient
         self.opt.step()
-        ema_update(self.ema, self.model, self.cfg.ema_decay)
+        ema_update(self.ema, self.model, self.cfg.ema_decay_at(self.step_count))
         self.step_count += 1
         return loss.detach()
 
@@ -433,9 +503,15 @@ class Trainer:
     @torch.no_grad()
     def one_step(self, z: torch.Tensor, model=None) -> torch.Tensor:
         """One-step samples f_θ⁻(σ_max z, σ_max) of every member from shared noise z (N,
-        d) -> (M, N, d)."""
+        d), or from each member's own noise z (M, N, d) -> (M, N, d)."""
         model = self.ema if model is None else model
         m = self.mu.numel()
-        x = (self.cfg.sigma_max * z).to(self.device).expand(m, *z.shape)  # (M, N, d)
+        check_tensor("z", z, floating=True, nonempty=True)
+        if z.ndim == 3 and z.shape[0] != m:
+            raise ValueError(
+                f"z: expected (N, d) or ({m}, N, d), got shape {tuple(z.shape)}"
+            )
+        zz = z if z.ndim == 3 else z.expand(m, *z.shape)
+        x = (self.cfg.sigma_max * zz).to(self.device)  # (M, N, d)
         sig = torch.full(x.shape[:2], self.cfg.sigma_max, device=self.device)
         return model(x, sig)
