@@ -36,11 +36,21 @@ def test_interface_and_seeds():
     sets = [set(cg.NOTEBOOK_SEEDS), set(cg.TUNING_SEEDS), set(HELDOUT_SEEDS)]
     assert all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1 :])
     tested = {c.id for c in cg.CLAIMS if c.rule is not None}
-    assert tested == {"gc-gap", "gc-faster", "cd-best", "transport", "discrepancy"}
+    assert tested == {
+        "gc-gap",
+        "gc-faster",
+        "cd-best",
+        "transport",
+        "discrepancy",
+        "mnist-fd",
+    }
 
 
 def test_measure_claims_shape(measured):
-    assert set(measured) == {c.id for c in cg.CLAIMS if c.rule is not None}
+    # images=False: every tested claim but the MNIST one
+    assert set(measured) == {c.id for c in cg.CLAIMS if c.rule is not None} - {
+        "mnist-fd"
+    }
     for v in measured.values():
         assert set(v["values"]) == set(v["control"]) == {7}
         assert all(isinstance(x, float) for x in v["values"].values())
@@ -124,3 +134,53 @@ def test_flow_diagnostics_generator_z():
 def test_bad_inputs(call, exc, words):
     with pytest.raises(exc, match=words):
         call()
+
+
+def test_image_claims_and_its_control():
+    ctl = cg.CONTROL
+    runs = {
+        3: {"fd": {"IC": 10.0, "GC": 8.0, ctl: 300.0}},
+        4: {"fd": {"IC": 5.0, "GC": 5.5, ctl: 50.0}},
+    }
+    got = cg.image_claims(runs)["mnist-fd"]
+    assert got["values"] == pytest.approx({3: 0.2, 4: -0.1})
+    assert got["control"] == pytest.approx({3: -29.0, 4: -9.0})
+    with pytest.raises(TypeError, match="runs"):
+        cg.image_claims({})
+    with pytest.raises(ValueError, match="runs"):
+        cg.image_claims({3: {"skipped": "no MNIST"}})
+
+
+def test_image_experiment_has_the_control_member():
+    tiny = dataclasses.replace(
+        SMALL,
+        images=True,
+        image=dataclasses.replace(cg.SMOKE.image, steps=3, hidden=16, depth=1),
+        classifier_steps=3,
+        n_fd=32,
+    )
+    r = cg.image_experiment(tiny)
+    if "skipped" in r:
+        pytest.fail(r["skipped"])  # MNIST ships with the project's install
+    assert set(r["fd"]) == {"IC", "GC", cg.CONTROL}
+    assert r["samples"].shape[0] == 2  # IC and GC only
+
+
+def test_file_measured_reads_the_notebook_seeds_back():
+    file = {
+        "claims": {
+            "mnist-fd": {
+                "notebook": {
+                    "method": {"seeds": [10, 11], "values": [0.2, 0.1]},
+                    "control": {"seeds": [10, 11], "values": [-3.0, -2.0]},
+                }
+            }
+        }
+    }
+    got = cg.file_measured(file, ["mnist-fd", "absent"])
+    assert got == {
+        "mnist-fd": {"values": {10: 0.2, 11: 0.1}, "control": {10: -3.0, 11: -2.0}}
+    }
+    assert cg.file_measured(None, ["mnist-fd"]) == {}
+    with pytest.raises(TypeError, match="claims_file"):
+        cg.file_measured({"x": 1}, ["mnist-fd"])

@@ -56,8 +56,11 @@ from .diffusion import (
 )
 from .claims import (
     CLAIMS,
+    MNIST_MARGIN,
     NOTEBOOK_SEEDS,
     TUNING_SEEDS,
+    file_measured,
+    image_claims,
     judge,
     measure_claims,
     toy_claims,
@@ -108,7 +111,7 @@ class Config:
     image: TrainConfig = TrainConfig(
         steps=1500,
         batch=128,
-        hidden=512,
+        hidden=256,
         depth=2,
         lr=2e-4,
         ema_decay=0.995,
@@ -196,6 +199,9 @@ FULL = Config(
 __all__ = [
     "CLAIMS",
     "NOTEBOOK_SEEDS",
+    "MNIST_MARGIN",
+    "file_measured",
+    "image_claims",
     "TUNING_SEEDS",
     "measure_claims",
     "judge",

@@ -64,19 +64,21 @@ def toy_seeds(cfg: Config, seeds=None) -> tuple:
 
 
 def toy_members(cfg: Config, seeds=None, ablation: bool = True):
-    """(names, μ, cd, seed) per member: every method of :data:`TOY_METHODS` and the
-    :data:`CONTROL` per seed, then the extra widget μ's (first seed only).
+    """(names, μ, cd, seed) per member: CD, IC, GC and the :data:`CONTROL` per seed,
+    then the ablation's GC μ = 1 and the extra widget μ's (first seed only).
     ``ablation=False`` leaves out GC μ = 1 and the widget μ's (what the claims need)."""
     names, mu, cd, seed = [], [], [], []
     seeds = toy_seeds(cfg, seeds)
     check_bool("ablation", ablation)
-    methods = [*TOY_METHODS.items(), (CONTROL, (0.5, False))]
-    if not ablation:
-        methods = [(n, v) for n, v in methods if n != "GC μ=1"]
+    methods = [
+        *((n, v) for n, v in TOY_METHODS.items() if n != "GC μ=1"),
+        (CONTROL, (0.5, False)),
+    ]
     for s in seeds:
         for name, (m, c) in methods:
             names.append(name), mu.append(m), cd.append(c), seed.append(s)
         if s == seeds[0] and ablation:
+            names.append("GC μ=1"), mu.append(1.0), cd.append(False), seed.append(s)
             for m in cfg.widget_mus:
                 names.append(f"μ={m:g}"), mu.append(float(m)), cd.append(False)
                 seed.append(s)
@@ -207,7 +209,9 @@ def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
         x_test, y_test = mnist_data("test", cfg.image_size)
     except FileNotFoundError as err:
         return {"skipped": f"MNIST not available ({err})"}
-    g = make_generator(cfg.seed + 10)
+    # seed s draws from generators 10 s + 5, 6, 7 (classifier, data, test noises):
+    # disjoint from every other seed's and from the toy's 10 s + 0, 1, 2
+    g = _stream(cfg.seed, 5)
     clf = train_classifier(
         x_train.to(device), y_train.to(device), cfg.classifier_steps, g
     )
@@ -216,23 +220,33 @@ def image_experiment(cfg: Config, device: str | torch.device = "cpu") -> dict:
     def sample_data(n, gen):
         return x_train[torch.randint(len(x_train), (n,), generator=gen)]
 
-    trainer = Trainer(cfg.image, d, [0.0, cfg.image_mu], seed=cfg.seed, device=device)
-    trainer.fit(sample_data, make_generator(cfg.seed + 11), desc="mnist")
-    z = torch.randn(cfg.n_fd, d, generator=make_generator(cfg.seed + 12))
+    # members: IC, GC and the negative control (GC whose x̂ come from the frozen,
+    # untrained network), on paired data streams and identical initial weights
+    mu = cfg.image_mu
+    trainer = Trainer(
+        cfg.image,
+        d,
+        [0.0, mu, mu],
+        seed=cfg.seed,
+        device=device,
+        init_generator=[False, False, True],
+    )
+    trainer.fit(sample_data, _stream(cfg.seed, 6), desc="mnist")
+    z = torch.randn(cfg.n_fd, d, generator=_stream(cfg.seed, 7))
     with torch.no_grad():
-        gen = trainer.one_step(z).clamp(-1, 1)  # (2, n_fd, d)
+        gen = trainer.one_step(z).clamp(-1, 1)  # (3, n_fd, d)
         real = clf.features(x_test[: cfg.n_fd].to(device))
-        feats = [clf.features(gen[k]) for k in range(2)]
+        feats = [clf.features(gen[k]) for k in range(3)]
         acc = (clf(x_test.to(device)).argmax(1) == y_test.to(device)).float().mean()
         ref = clf.features(x_train[: cfg.n_fd].to(device))
     return {
         "fd": {
-            "IC": frechet_distance(feats[0], real),
-            "GC": frechet_distance(feats[1], real),
+            name: frechet_distance(f, real)
+            for name, f in zip(("IC", "GC", CONTROL), feats)
         },
         "fd_real": frechet_distance(ref, real),
         "classifier_acc": float(acc),
-        "samples": gen[:, :64].cpu(),
+        "samples": gen[:2, :64].cpu(),
     }
 
 
