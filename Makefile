@@ -12,7 +12,8 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book test unit nbval html status claims execute full lab bench chromium clean distclean
+.PHONY: setup book test unit nbval html status claims execute full lab bench chromium student \
+        clean distclean
 
 ## set-up: the venv (created if missing) with the project installed editable, and the widget JS
 setup: $(STAMP) $(VENDOR) data/.fetched
@@ -91,12 +92,17 @@ lab: setup
 	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(BIN)/jupyter lab \
 	  $$(test "$$(id -u)" = 0 && echo --allow-root) $(LAB_ARGS) book/
 
+## make student: the student edition, student/<slug>.ipynb with the solutions left out
+## (a build product, git-ignored; the exercises and any self-checks stay)
+student: setup
+	$(BIN)/python scripts/make_student.py
+
 ## make bench: every benchmark, our kernels against their references -> benchmarks/results.md
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf _build .pytest_cache
+	rm -rf _build .pytest_cache student
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 distclean: clean
