@@ -12,7 +12,7 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book test unit nbval html status claims execute full lab bench chromium student \
+.PHONY: setup book test unit nbval html status claims execute full lab bench chromium student pdf \
         clean distclean
 
 ## set-up: the venv (created if missing) with the project installed editable, and the widget JS
@@ -50,10 +50,11 @@ book: setup
 
 ## make test: unit tests, every chapter under strict nbval, the book, browser checks. It changes no
 ## tracked file: runtimes go to _build/nbval_status.json; `make status` copies them to the status page.
-test: setup chromium unit nbval book html
+test: setup chromium unit nbval book html pdf
 
 unit: setup
-	$(BIN)/python -m pytest tests --ignore=tests/test_html.py -p no:cacheprovider -q
+	$(BIN)/python -m pytest tests --ignore=tests/test_html.py --ignore=tests/test_pdf.py \
+	  -p no:cacheprovider -q
 
 nbval: setup
 	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(BIN)/python -m pytest $(NBVAL_FLAGS) $(CHAPTERS)
@@ -91,6 +92,12 @@ LAB_ARGS ?=
 lab: setup
 	PYTHONPATH="$(CURDIR)$${PYTHONPATH:+:$$PYTHONPATH}" $(BIN)/jupyter lab \
 	  $$(test "$$(id -u)" = 0 && echo --allow-root) $(LAB_ARGS) book/
+
+## make pdf: the whole book as one PDF, _build/pdf/icml2025-in-code.pdf (Chromium prints the HTML
+## book's pages with its print stylesheet; about 1.5 min), then its checks (tests/test_pdf.py)
+pdf: setup chromium book
+	$(BIN)/python scripts/make_pdf.py
+	$(BIN)/python -m pytest tests/test_pdf.py -p no:cacheprovider -q
 
 ## make student: the student edition, student/<slug>.ipynb with the solutions left out
 ## (a build product, git-ignored; the exercises and any self-checks stay)
