@@ -8,7 +8,11 @@ A *seed* is one batch of synthetic deployments drawn from its own generator
 test points, MLP density ratio refitted every step). Each statistic is one number per
 seed.
 
-How the settings were chosen: nothing was tuned on these seeds. The rules are the
+How the settings were chosen: nothing was tuned on these seeds. The recorded
+expectations (``expect``) were set before the first full run: claims judged from a
+binomial share or a ratio over 25-100 streams per seed are recorded as at least
+*partly* reproduced, because with three notebook seeds their t-interval is wide; the
+table shows the verdict the seeds actually earn. The rules are the
 chapter's first version's criteria ("rarely" = at most a quarter of the streams,
 "fast" = a mean delay under 100 steps, "several times" = at least 3, diagnosis right in
 most streams), written before this revision's runs; the monitor's settings are the
@@ -44,6 +48,7 @@ CLAIMS = (
         statistic="share of no-shift streams with a WATCH Ville alarm",
         rule=Rule.at_most(0.01),
         control="fixed calibration set from t = 0 (no growing reference)",
+        expect="partly reproduced",
         fmt=".3f",
     ),
     Claim(
@@ -54,6 +59,7 @@ CLAIMS = (
         statistic="share of benign-shift streams with a WATCH Ville alarm",
         rule=Rule.at_most(0.25),
         control="no adaptation (the standard CTM)",
+        expect="partly reproduced",
     ),
     Claim(
         "benign-coverage",
@@ -84,6 +90,7 @@ CLAIMS = (
         statistic="PR-ST delay* / WATCH Ville delay*",
         rule=Rule.at_least(3.0),
         control="no shift (the same ratio on no-shift streams)",
+        expect="partly reproduced",
         fmt=".1f",
     ),
     Claim(
