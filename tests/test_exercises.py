@@ -66,3 +66,10 @@ def test_diffusion_maps_checks():
     good = [neumann_ball_nu1(m) - (m + 1) for m in range(1, 61)]
     assert e.ex2(good).ok and not e.ex2([0.0] * 60)
     assert e.ex4((7, 10)).ok and not e.ex4((12, 18))  # not the mean-radius prediction
+
+
+def test_consistency_gc_checks():
+    from lib.consistency_gc import exercises as e
+
+    assert e.ex1(0.5**2 + 2 * 0.01**2 + 2).ok and not e.ex1(2.0)
+    assert e.ex3("x*").ok and not e.ex3("z")
