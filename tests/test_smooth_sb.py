@@ -1,5 +1,5 @@
-"""Tests of lib.smooth_sb: known answers, the naive references, the claims' controls at a
-tiny size, bad inputs, CUDA parity."""
+"""Tests of lib.smooth_sb: known answers, the naive references, the claims' controls at
+a tiny size, bad inputs, CUDA parity."""
 
 import dataclasses
 import math

@@ -11,7 +11,7 @@ and second differences), before any method was run on them. The smooth SB length
 ℓ (grid 1.5, 3, 6; the paper's default for ν = 3/2 is 3) and the Brownian SB scale c
 (grid 0.03, 0.1, 0.3) were chosen on :data:`TUNING_SEEDS` by the mean 5-step rate over
 both dimensions, three values each (``python -m lib.smooth_sb.tune`` writes
-``results/smooth_sb_tuning.json``). Grid sizes, sweeps and samples were fixed for run
+``lib/smooth_sb/tuning.json``). Grid sizes, sweeps and samples were fixed for run
 time before the claims were measured.
 """
 

@@ -124,11 +124,14 @@ def summarise(runs: dict, dim: int, metric: str) -> dict:
     return out
 
 
-def run_experiment(cfg, device="cpu") -> dict:
+def run_experiment(cfg, device=None) -> dict:
     """The FULL (or SMOKE) run: every method on ``cfg.claim_seeds``, plus the claims'
     statistics, as plain numbers."""
+    from lib.common import device as pick_device
+
     from .claims import measure_claims
 
+    device = pick_device() if device is None else device
     t0 = time.perf_counter()
     runs = run_seeds(cfg, cfg.claim_seeds, device)
     table = {str(d): {m: summarise(runs, d, m) for m in METRICS} for d in (1, 2)}

@@ -1,5 +1,5 @@
 """``python -m lib.smooth_sb.tune`` chooses ℓ (smooth SB) and c (Brownian SB) on the
-tuning seeds and writes results/smooth_sb_tuning.json."""
+tuning seeds and writes lib/smooth_sb/tuning.json (read by the chapter)."""
 
 import json
 import pathlib
@@ -10,15 +10,15 @@ from lib.common import set_threads
 
 from . import SMOKE, TUNING_SEEDS, tune
 
+TUNING_FILE = pathlib.Path(__file__).resolve().parent / "tuning.json"
+
 
 def main() -> int:
     set_threads(1)
     t0 = time.perf_counter()
     out = tune(SMOKE, TUNING_SEEDS)
     out["seconds"] = time.perf_counter() - t0
-    path = pathlib.Path(__file__).resolve().parents[2] / "results/smooth_sb_tuning.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out["chosen"]), f"{out['seconds']:.0f} s")
+    TUNING_FILE.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 
