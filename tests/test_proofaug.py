@@ -361,3 +361,108 @@ def test_z3_and_config_reject_bad_input():
     ):
         with pytest.raises((TypeError, ValueError), match=words):
             PA.Config(**bad)
+
+
+# --- root / sub-root, the hard split, sketches, the claims ----------------------------
+
+
+def test_root_stage_and_proofaug_without_root(prover):
+    """A proposal whose only way out is the whole-theorem call is a root success; with
+    ``root=False`` it fails, while a sub-root success is unchanged."""
+    # STMT: the hammer proves it outright; a broken theorem-level block leaves the root
+    broken = "proof\nhave h4 : ( oops\nshow ?thesis by arith\nqed"
+    if PA.hammer_only(STMT, prover).success:
+        o = PA.proof_aug(STMT, broken, prover)
+        assert o.success and o.stage == "root" and o.proof.count("\n") == 0
+        assert not PA.proof_aug(STMT, broken, prover, root=False).success
+    # a hammer-hard theorem (see the chapter): no root success is possible
+    hard = PA.Statement(
+        ("x",),
+        "real",
+        (("h0", "x != 0"), ("h1", "x + 1 / x = 3")),
+        "x ** 2 + 1 / x ** 2 = 7",
+    )
+    assert not PA.hammer_only(hard, prover).success
+    assert not PA.proof_aug(hard, "sorry", prover).success
+    wrong_tactic = "\n".join(
+        [
+            "proof",
+            "have h2 : ( x + 1 / x ) ** 2 = 3 ** 2 by sos",
+            "have h3 : x ** 2 + 1 / x ** 2 = ( x + 1 / x ) ** 2 - 2 by algebra",
+            "show ?thesis by arith",
+            "qed",
+        ]
+    )
+    for root in (True, False):
+        o = PA.proof_aug(hard, wrong_tactic, prover, root=root)
+        assert o.success and o.stage == "init_atp"
+    assert not PA.dsp(hard, wrong_tactic, prover).success
+    assert PA.dsp(hard, PA.dsp_sketch(wrong_tactic), prover).stage == "dsp"
+    with pytest.raises(TypeError, match="root"):
+        PA.proof_aug(hard, wrong_tactic, prover, root=1)
+
+
+def test_dsp_sketch_and_sketch_examples():
+    assert PA.dsp_sketch(GOLD).splitlines() == [
+        "proof",
+        "have h2 : ( a + b ) ** 2 = 5 ** 2 by hammer",
+        "have h3 : a ** 2 + b ** 2 = ( a + b ) ** 2 - 2 * ( a * b ) by hammer",
+        "show ?thesis by hammer",
+        "qed",
+    ]
+    p = PA.Problem("t", "vieta", STMT, GOLD)
+    assert PA.sketch_examples([p]) == [(STMT, PA.dsp_sketch(GOLD))]
+    with pytest.raises(TypeError, match="problems"):
+        PA.sketch_examples("abc")
+    with pytest.raises(TypeError, match=r"problems\[0\]"):
+        PA.sketch_examples([3])
+
+
+def test_hard_split_keeps_only_hammer_failures(prover):
+    probs = PA.make_problems(12, 5, prover)
+    train, hard, easy = PA.hard_split(probs, prover, 2, 1)
+    assert len(hard) == 2 and len(easy) == 1
+    assert not any(PA.hammer_only(p.stmt, prover).success for p in hard)
+    assert all(PA.hammer_only(p.stmt, prover).success for p in easy)
+    assert {p.stmt for p in train + hard + easy} == {p.stmt for p in probs}
+    assert not {p.stmt for p in train} & {p.stmt for p in hard + easy}
+    with pytest.raises(ValueError, match="n_test"):
+        PA.hard_split(probs[:2], prover, 5, 0)
+
+
+def _fake_run(seed, pa, dsp, erp, ctl, opa, odsp):
+    blk = {"hammer": 0.0}
+    for m, v in (
+        ("dsp", dsp),
+        ("proofaug", pa),
+        ("proofaug_noroot", pa),
+        ("proofaug_erp", erp),
+        ("erp_control", ctl),
+    ):
+        blk[m] = {"curve": [v / 2, v], "per_proposal": v, "stages": {}}
+    return {
+        "seed": seed,
+        "budgets": [1, 2],
+        "hard": blk,
+        "oracle": {"proofaug": opa, "dsp": odsp},
+    }
+
+
+def test_claims_from_runs_and_judge():
+    runs = [_fake_run(s, 0.3, 0.1, 0.35, 0.25, 0.6, 0.3) for s in (1, 2, 3)]
+    m = PA.claims_from_runs(runs)
+    assert m["beats-dsp"]["values"] == pytest.approx({1: 0.2, 2: 0.2, 3: 0.2})
+    assert m["erp"]["control"][1] == pytest.approx(-0.05)
+    verdicts = {r.claim.id: r.verdict for r in PA.judge(m)}
+    assert verdicts["oracle-subroot"] == "reproduced"
+    assert verdicts["minif2f"] == "not tested here"
+    # the same rules fail when ProofAug equals DSP (the referee's finding)
+    flat = PA.claims_from_runs(
+        [_fake_run(s, 0.1, 0.1, 0.1, 0.1, 0.3, 0.3) for s in (1, 2, 3)]
+    )
+    verdicts = {r.claim.id: r.verdict for r in PA.judge(flat)}
+    assert verdicts["beats-dsp"] == verdicts["oracle-subroot"] == "not reproduced"
+    with pytest.raises(ValueError, match="runs"):
+        PA.claims_from_runs([])
+    with pytest.raises(TypeError, match="runs"):
+        PA.claims_from_runs([{"x": 1}])
