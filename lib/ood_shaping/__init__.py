@@ -20,9 +20,16 @@ ours):
 and the shaping g* found by its gradient flow is applied elementwise before the energy
 score log Σ_c exp(W g*(h) + b)_c.
 
+The paper's functional acts on any conditional law p(z|x); the solver offers g free
+(shapes may turn down, as OptFS's do) or non-decreasing, and the family is one of the
+settings chosen on validation data.
+
 Modules: :mod:`.variational` (eq. 2 on a grid and its gradient flow), :mod:`.scores`
 (MSP, MaxLogit, Energy, ReAct, ASH-P/S, DICE, VRA-P, OptFS, AUROC, FPR95), :mod:`.data`
-(MNIST and the OOD sets), :mod:`.experiment` (network, features, the main table).
+(MNIST, the twelve test OOD sets and the two validation OOD sets), :mod:`.selection`
+(one procedure and budget that choose every method's setting on validation data),
+:mod:`.experiment` (network, features, the main table), :mod:`.claims` (the claims
+ledger: CLAIMS, measure_claims, judge).
 """
 
 from dataclasses import dataclass

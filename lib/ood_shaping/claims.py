@@ -30,13 +30,14 @@ TUNING_SEEDS = (0, 1, 2)
 # make claims)
 NOTEBOOK_SEEDS = (10, 11, 12, 13, 14)
 
-#: the verdict the chapter records and asserts for each claim: the verdict on the
-# notebook seeds (the held-out seeds of make claims decide the ledger's verdict)
+#: the verdict the chapter records and asserts for each claim, fixed before the notebook
+# and held-out seeds were run (from one tuning-seed run); the ledger's verdict is the
+# weaker of the notebook's and the held-out seeds' verdicts
 EXPECT = {
     "shaping-helps": "partly reproduced",
     "kl-ib-vs-energy": "partly reproduced",
     "kl-ib-best": "not reproduced",
-    "clip": "partly reproduced",
+    "clip": "not reproduced",
     "prune": "partly reproduced",
 }
 
