@@ -76,10 +76,10 @@ class Config:
     ell: float = 3.0  # smooth SB: Matérn-3/2 length-scale (chosen on TUNING_SEEDS)
     c: float = 1.0  # smooth SB: σ = c · s.d. of the data (the repo's default)
     M1: int = 16  # velocity cells, 1-D
-    M2: int = 6  # velocity cells per coordinate, 2-D
+    M2: int = 5  # velocity cells per coordinate, 2-D
     sub: int = 2  # quadrature points per cell and coordinate
-    sweeps: int = 8  # forward-backward scaling sweeps
-    per_start: int = 20  # sampled paths per starting observation
+    sweeps: int = 5  # forward-backward scaling sweeps
+    per_start: int = 10  # sampled paths per starting observation
     bsb_c: float = 0.1  # Brownian SB: s = c · s.d. per unit time (chosen on tuning)
     ell_grid: tuple = (1.5, 3.0, 6.0)
     bsb_grid: tuple = (0.03, 0.1, 0.3)
