@@ -71,14 +71,10 @@ def test_ict_num_scales_known_values():
     assert ict_num_scales(50_000, 400_000) == 21
     assert ict_num_scales(350_000, 400_000) == 1281
     assert ict_num_scales(399_999, 400_000) == 1281
-    # the toy: s1 = 100 -> ⌊log2 10⌋ + 1 = 4 stages of 750 steps in 3,000
-    assert [ict_num_scales(k, 3000, 10, 100) for k in (0, 750, 1500, 2250, 2999)] == [
-        11,
-        21,
-        41,
-        81,
-        81,
-    ]
+    # the toy: s1/s0 = 10 -> K' = ⌊3000/(log2 10 + 1)⌋ = 694 (the log is not rounded,
+    # so the fifth stage reaches s1 = 100 and N = 101)
+    got = [ict_num_scales(k, 3000, 10, 100) for k in (0, 693, 694, 2775, 2776, 2999)]
+    assert got == [11, 11, 21, 81, 101, 101]
 
 
 def test_lognormal_probs_match_normal_cdf_and_sampling():

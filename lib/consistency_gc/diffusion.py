@@ -147,7 +147,8 @@ def _check_sigmas(sigmas: torch.Tensor) -> None:
 
 def ict_num_scales(step: int, total_steps: int, s0: int = 10, s1: int = 1280) -> int:
     """iCT's discretisation schedule N(k) = min(s0 · 2^⌊k/K'⌋, s1) + 1, K' = ⌊K /
-    (⌊log2(s1/s0)⌋ + 1)⌋.
+    (log2⌊s1/s0⌋ + 1)⌋ (the logarithm is not rounded, as in iCT and the official
+    code: with s1/s0 = 10 the last stage reaches s1).
 
     Returns the number of σ's (so N(k) − 1 intervals) at training step k of K.
     """
@@ -158,7 +159,7 @@ def ict_num_scales(step: int, total_steps: int, s0: int = 10, s1: int = 1280) ->
     s0, s1 = check_int("s0", s0, minimum=1), check_int("s1", s1, minimum=1)
     if s1 < s0:
         raise ValueError(f"s1: expected an int >= s0 = {s0}, got {s1}")
-    k_prime = max(math.floor(total_steps / (math.floor(math.log2(s1 // s0)) + 1)), 1)
+    k_prime = max(math.floor(total_steps / (math.log2(s1 // s0) + 1)), 1)  # K'
     return min(s0 * 2 ** (step // k_prime), s1) + 1
 
 
