@@ -24,32 +24,20 @@ theorem.
 Modules: :mod:`.language` (proof language, checker), :mod:`.tactics` (sympy/z3 tactics,
 the hammer), :mod:`.problems` (templates with gold proofs), :mod:`.proposers` (the
 transformer, the noisy oracle), :mod:`.search` (ProofAug, DSP, hammer-only),
-:mod:`.experiment` (the chapter's runs), :mod:`.claims` (the claims ledger),
-:mod:`.reference` (naive references for tests).
+:mod:`.experiment` (the chapter's runs), :mod:`.reference` (naive references for tests).
 """
 
 from dataclasses import dataclass
 
 from lib.common import check_int, check_numbers, check_positive, check_probability
 
-from .claims import (
-    CLAIMS,
-    NOTEBOOK_SEEDS,
-    TUNING_SEEDS,
-    claims_from_runs,
-    judge,
-    measure_claims,
-)
 from .experiment import (
     METHODS,
     ablation,
     budget_curve,
-    hard_split,
     main_experiment,
-    mean_runs,
     run_experiment,
     run_methods,
-    seed_run,
     setup,
 )
 from .language import (
@@ -69,8 +57,6 @@ from .proposers import (
     claim_examples,
     corrupt,
     decode_proof,
-    dsp_sketch,
-    sketch_examples,
     encode_pair,
     sample_proofs,
     train_proposer,
@@ -94,10 +80,8 @@ class Config:
     """One preset of the chapter's experiment (see :func:`run_experiment`)."""
 
     seed: int = 0
-    n_pool: int = 420  # theorems generated; those not in a test set train the proposer
-    n_test: int = 100  # test theorems the hammer alone fails on (within its limit)
-    n_easy: int = 20  # test theorems the hammer proves (where root successes live)
-    sketch: bool = True  # also train on DSP-style sketches (``by hammer`` holes)
+    n_train: int = 160  # training theorems (gold proofs + their claims)
+    n_test: int = 20  # held-out theorems
     rlimit_builtin: int = 600  # z3 resource limit of the built-in tactics (arith, auto)
     rlimit_hammer: int = 1000  # ... and of the hammer
     train_steps: int = 240
@@ -107,16 +91,17 @@ class Config:
     batch_size: int = 32
     lr: float = 3e-3
     temperature: float = 0.6  # the paper samples at 0.6
-    n_samples: int = 4  # proposals per theorem and seed: budgets 1, 2, ..., n_samples
-    seeds: int = 3  # independent sampling seeds (run_experiment)
-    noise_rates: tuple = (0.1, 0.3, 0.5)
-    oracle_rate: float = 0.3  # the noisy oracle's rate in each seed's run (claims)
+    n_samples: int = (
+        8  # proposals per theorem and seed: budgets 1, 2, 4, ..., n_samples
+    )
+    seeds: int = 2  # independent sampling seeds
+    noise_rates: tuple = (0.1, 0.2, 0.3, 0.5)
     oracle_samples: int = 1
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
         for name in (
-            "n_pool",
+            "n_train",
             "n_test",
             "rlimit_builtin",
             "rlimit_hammer",
@@ -129,12 +114,6 @@ class Config:
             "oracle_samples",
         ):
             check_int(name, getattr(self, name), 1)
-        check_int("n_easy", self.n_easy, 0)
-        if not isinstance(self.sketch, bool):
-            raise TypeError(
-                f"sketch: expected a bool, got {type(self.sketch).__name__}"
-            )
-        check_probability("oracle_rate", self.oracle_rate)
         check_int("block_size", self.block_size, 2)
         if self.d_model % 4:
             raise ValueError(
@@ -151,8 +130,8 @@ SMOKE = Config()
 #: the GPU run: more theorems, a bigger proposer trained longer, budgets up to 64, five
 # seeds
 FULL = Config(
-    n_pool=470,  # close to all distinct theorems the templates make (about 480)
-    n_test=200,
+    n_train=600,
+    n_test=100,
     train_steps=2000,
     block_size=256,
     d_model=128,
@@ -165,17 +144,6 @@ FULL = Config(
 )
 
 __all__ = [
-    "CLAIMS",
-    "NOTEBOOK_SEEDS",
-    "TUNING_SEEDS",
-    "claims_from_runs",
-    "judge",
-    "measure_claims",
-    "hard_split",
-    "seed_run",
-    "mean_runs",
-    "dsp_sketch",
-    "sketch_examples",
     "Config",
     "SMOKE",
     "FULL",

@@ -1,7 +1,6 @@
 """The chapter's experiment: pass rate against the query budget for hammer-only, DSP,
-ProofAug, ProofAug without its root call, ProofAug+ERP and ERP's control on the same
-sampled proposals (common random numbers), on test theorems the hammer alone cannot
-prove (and a few it can), plus the noisy-oracle ablation."""
+ProofAug and ProofAug+ERP on the same sampled proposals (common random numbers), plus
+the noisy-oracle ablation."""
 
 from __future__ import annotations
 
@@ -22,15 +21,12 @@ from .proposers import (
     build_vocab,
     claim_examples,
     corrupt,
-    sketch_examples,
     train_proposer,
 )
 from .search import dsp, hammer_only, proof_aug
 from .tactics import Prover
 
-METHODS = ("dsp", "proofaug", "proofaug_noroot", "proofaug_erp")
-#: the methods and ERP's negative control (re-queries that return ``sorry``)
-ALL_METHODS = METHODS + ("erp_control",)
+METHODS = ("dsp", "proofaug", "proofaug_erp")
 
 
 def budget_curve(success: np.ndarray, cost: np.ndarray, budgets) -> np.ndarray:
@@ -104,7 +100,6 @@ def run_methods(problem, proposals: list, prover, proposer=None) -> dict:
                     text,
                     prover,
                     propose=proposer if m == "proofaug_erp" else None,
-                    root=m != "proofaug_noroot",
                 )
             out[m]["success"].append(o.success)
             out[m]["cost"].append(1 + o.extra_calls)
@@ -130,49 +125,14 @@ def _check_env(env, keys) -> None:
         )
 
 
-def hard_split(problems: list, prover, n_test: int, n_easy: int) -> tuple:
-    """Walk the (shuffled) pool, label each theorem by the hammer on the whole theorem
-    (callATP within its limit), until ``n_test`` theorems the hammer fails on and
-    ``n_easy`` it proves are found. Returns (train, hard test, easy test): every other
-    theorem trains the proposer."""
-    _check_prover(prover, atp=True)
-    check_int("n_test", n_test, 1)
-    check_int("n_easy", n_easy, 0)
-    hard, easy, train = [], [], []
-    for p in problems:
-        if len(hard) >= n_test and len(easy) >= n_easy:
-            train.append(p)
-            continue
-        solved = hammer_only(p.stmt, prover).success
-        if not solved and len(hard) < n_test:
-            hard.append(p)
-        elif solved and len(easy) < n_easy:
-            easy.append(p)
-        else:
-            train.append(p)
-    if len(hard) < n_test:
-        raise ValueError(
-            f"n_test: expected at most {len(hard)} hammer-hard theorems in a pool of "
-            f"{len(problems)}, got {n_test}"
-        )
-    return train, hard, easy
-
-
 def setup(cfg, device="cpu"):
-    """Problems, the prover and the trained proposer (model, vocab, training losses).
-
-    The test theorems are ones the hammer alone cannot prove (``hard``), plus a few it
-    can (``easy``, to show where root-level successes come from); the proposer trains on
-    the rest: gold proofs, the claims inside them (for ERP) and, with ``cfg.sketch``,
-    DSP-style sketches of the gold proofs (``by hammer`` holes)."""
+    """Problems, the prover and the trained proposer (model, vocab, training losses)."""
     _check_cfg(cfg)
     prover = Prover(cfg.rlimit_builtin, cfg.rlimit_hammer)
-    problems = make_problems(cfg.n_pool, cfg.seed, prover)
-    random.Random(cfg.seed).shuffle(problems)  # a random split
-    train, test, easy = hard_split(problems, prover, cfg.n_test, cfg.n_easy)
+    problems = make_problems(cfg.n_train + cfg.n_test, cfg.seed, prover)
+    random.Random(cfg.seed).shuffle(problems)  # a random held-out split
+    train, test = problems[: cfg.n_train], problems[cfg.n_train :]
     pairs = [e for p in train for e in claim_examples(p.stmt, p.gold, prover)]
-    if cfg.sketch:
-        pairs += sketch_examples(train)
     vocab = build_vocab(
         [p.stmt for p in problems] + [s for s, _ in pairs], [g for _, g in pairs]
     )
@@ -192,7 +152,6 @@ def setup(cfg, device="cpu"):
         "prover": prover,
         "train": train,
         "test": test,
-        "easy": easy,
         "pairs": pairs,
         "vocab": vocab,
         "model": model,
@@ -200,129 +159,59 @@ def setup(cfg, device="cpu"):
     }
 
 
-class _Useless:
-    """The negative control of ERP: a re-query that returns nothing usable."""
-
-    def __call__(self, stmt):
-        return "sorry"
-
-
-def _budgets(cfg) -> list:
-    return [2**i for i in range(int(np.log2(cfg.n_samples)) + 1)]
-
-
-def _eval_set(problems, prover, prop, cfg, erp_control: bool) -> dict:
-    names = ALL_METHODS if erp_control else METHODS
-    res = {m: {"success": [], "cost": [], "stage": []} for m in names}
-    for p in problems:
-        texts = prop.proposals(p.stmt, cfg.n_samples)
-        r = run_methods(p, texts, prover, prop)
-        if erp_control:
-            useless = _Useless()
-            o = [proof_aug(p.stmt, t, prover, propose=useless) for t in texts]
-            r["erp_control"] = {
-                "success": [x.success for x in o],
-                "cost": [1 + x.extra_calls for x in o],
-                "stage": [x.stage for x in o],
-            }
-        for m in names:
-            for key in ("success", "cost", "stage"):
-                res[m][key].append(r[m][key])
-    return res
-
-
-def seed_run(cfg, env: dict, seed: int) -> dict:
-    """One sampling seed: every method on the same proposals for the hard and the easy
-    test theorems (pass rate per budget, stages), and the noisy oracle on the hard
-    ones at ``cfg.oracle_rate``. Plain numbers."""
+def main_experiment(cfg, env: dict) -> dict:
+    """Pass rate vs budget, averaged over ``cfg.seeds`` sampling seeds, and the stage
+    breakdown."""
     _check_cfg(cfg)
-    _check_env(env, ("prover", "test", "easy", "model", "vocab"))
-    check_int("seed", seed, 0)
-    budgets, prover = _budgets(cfg), env["prover"]
-    out = {"seed": seed, "budgets": budgets}
-    for name in ("hard", "easy"):
-        probs = env["test"] if name == "hard" else env["easy"]
-        if not probs:
-            continue
+    _check_env(env, ("prover", "test", "model", "vocab"))
+    budgets = [2**i for i in range(int(np.log2(cfg.n_samples)) + 1)]
+    prover, test = env["prover"], env["test"]
+    hammer = np.array([hammer_only(p.stmt, prover).success for p in test])
+    curves = {m: [] for m in METHODS}
+    stages = {m: {} for m in METHODS}
+    per_proposal = {m: [] for m in METHODS}
+    for s in range(cfg.seeds):
         prop = NeuralProposer(
-            env["model"],
-            env["vocab"],
-            cfg.temperature,
-            seed=10_000 + 2 * seed + (name == "easy"),
+            env["model"], env["vocab"], cfg.temperature, seed=cfg.seed + 1000 * (s + 1)
         )
-        res = _eval_set(probs, prover, prop, cfg, erp_control=name == "hard")
-        block = {
-            "hammer": float(
-                np.mean([hammer_only(p.stmt, prover).success for p in probs])
+        res = {m: {"success": [], "cost": []} for m in METHODS}
+        for p in test:
+            r = run_methods(p, prop.proposals(p.stmt, cfg.n_samples), prover, prop)
+            for m in METHODS:
+                res[m]["success"].append(r[m]["success"])
+                res[m]["cost"].append(r[m]["cost"])
+                per_proposal[m] += r[m]["success"]
+                for st in r[m]["stage"]:
+                    if st is not None:
+                        stages[m][st] = stages[m].get(st, 0) + 1
+        for m in METHODS:
+            curves[m].append(
+                budget_curve(
+                    np.array(res[m]["success"]), np.array(res[m]["cost"]), budgets
+                )
             )
-        }
-        for m, r in res.items():
-            block[m] = {
-                "curve": budget_curve(
-                    np.array(r["success"]), np.array(r["cost"]), budgets
-                ).tolist(),
-                "per_proposal": float(np.mean(r["success"])),
-                "stages": _count([s for row in r["stage"] for s in row]),
-            }
-        out[name] = block
-    rng = random.Random(20_000 + seed)
-    ok = {"dsp": [], "proofaug": []}
-    for p in env["test"]:
-        text = corrupt(p.gold, cfg.oracle_rate, rng)
-        ok["dsp"].append(dsp(p.stmt, text, prover).success)
-        ok["proofaug"].append(proof_aug(p.stmt, text, prover, root=False).success)
-    out["oracle"] = {m: float(np.mean(v)) for m, v in ok.items()}
-    return out
-
-
-def _count(stages) -> dict:
-    out = {}
-    for s in stages:
-        if s is not None:
-            out[s] = out.get(s, 0) + 1
-    return dict(sorted(out.items()))
-
-
-def main_experiment(cfg, env: dict, seeds=None) -> dict:
-    """:func:`seed_run` for every sampling seed (default ``cfg.seeds`` seeds from
-    ``cfg.seed``), and the mean curves."""
-    _check_cfg(cfg)
-    seeds = [cfg.seed + s for s in range(cfg.seeds)] if seeds is None else list(seeds)
-    runs = [seed_run(cfg, env, s) for s in seeds]
-    return {"runs": runs, "mean": mean_runs(runs)}
-
-
-def mean_runs(runs: list) -> dict:
-    """Mean over seeds of the curves, per-proposal rates and summed stage counts."""
-    if not isinstance(runs, list) or not runs:
-        raise ValueError("runs: expected a non-empty list of seed_run results")
-    out = {"budgets": runs[0]["budgets"]}
-    for name in ("hard", "easy"):
-        if name not in runs[0]:
-            continue
-        block = {"hammer": float(np.mean([r[name]["hammer"] for r in runs]))}
-        for m in [m for m in ALL_METHODS if m in runs[0][name]]:
-            rows = [r[name][m] for r in runs]
-            st: dict = {}
-            for row in rows:
-                for k, v in row["stages"].items():
-                    st[k] = st.get(k, 0) + v
-            c = np.array([row["curve"] for row in rows])  # (seeds, K)
-            block[m] = {
-                "curve": c.mean(0).round(4).tolist(),
-                "per_proposal": float(np.mean([row["per_proposal"] for row in rows])),
-                "stages": dict(sorted(st.items())),
-            }
-        out[name] = block
-    out["oracle"] = {
-        m: float(np.mean([r["oracle"][m] for r in runs])) for m in ("dsp", "proofaug")
+    out = {
+        "budgets": budgets,
+        "hammer": float(hammer.mean()),
+        "curves": {},
+        "stages": stages,
+        "per_proposal": {m: float(np.mean(v)) for m, v in per_proposal.items()},
+        "n_test": len(test),
+        "atp_calls": prover.calls,
     }
+    for m in METHODS:
+        c = np.array(curves[m])  # (seeds, K)
+        out["curves"][m] = {
+            "mean": c.mean(0).round(4).tolist(),
+            "se": (c.std(0, ddof=1) / np.sqrt(len(c))).round(4).tolist()
+            if len(c) > 1
+            else [0.0] * len(budgets),
+        }
     return out
 
 
 def ablation(cfg, env: dict) -> dict:
-    """Noisy oracle on the hard test theorems: pass@1 of DSP, ProofAug below the root
-    and ProofAug against the per-line corruption rate."""
+    """Noisy oracle: pass@1 of DSP and ProofAug against the per-line corruption rate."""
     _check_cfg(cfg)
     _check_env(env, ("prover", "test"))
     prover, test, rng = env["prover"], env["test"], random.Random(cfg.seed)
@@ -347,12 +236,8 @@ def run_experiment(cfg, device=None) -> dict:
     check_int("cfg.n_samples", cfg.n_samples, 1)
     t0 = time.perf_counter()
     env = setup(cfg, device)
-    main = main_experiment(cfg, env)
-    from .claims import claims_from_runs
-
     res = {
-        "main": main,
-        "claims": claims_from_runs(main["runs"]),
+        "main": main_experiment(cfg, env),
         "ablation": ablation(cfg, env),
         "final_loss": round(float(np.mean(env["losses"][-20:])), 3),
         "n_pairs": len(env["pairs"]),

@@ -33,7 +33,7 @@ def _p(lines):
 def _vieta(rng: random.Random):
     kind = rng.choice(["cube2", "fourth2", "sq3", "cube3"])
     if kind.endswith("3"):
-        r = [rng.randint(1, 7) for _ in range(3)]  # real roots: consistent hypotheses
+        r = [rng.randint(1, 5) for _ in range(3)]  # real roots: consistent hypotheses
         s1, s2, s3 = sum(r), r[0] * r[1] + r[1] * r[2] + r[2] * r[0], r[0] * r[1] * r[2]
         st = lambda goal: Statement(
             ("a", "b", "c"),
@@ -76,7 +76,7 @@ def _vieta(rng: random.Random):
                 ]
             ),
         )
-    r1, r2 = rng.randint(1, 9), rng.randint(1, 9)  # real roots: consistent hypotheses
+    r1, r2 = rng.randint(1, 6), rng.randint(1, 6)  # real roots: consistent hypotheses
     s, p = r1 + r2, r1 * r2
     st = lambda goal: Statement(
         ("a", "b"), "real", (("h0", f"a + b = {s}"), ("h1", f"a * b = {p}")), goal
@@ -128,7 +128,7 @@ def _vieta(rng: random.Random):
 
 
 def _amgm(rng: random.Random):
-    c = rng.randint(2, 12)
+    c = rng.randint(2, 9)
     kind = rng.choice(["sum", "ratio", "three"])
     if kind == "three":
         st = Statement(
@@ -256,7 +256,7 @@ def _digits(rng: random.Random):
 
 
 def _identity(rng: random.Random):
-    t = rng.randint(2, 15)
+    t = rng.randint(2, 9)
     kind = rng.choice(["sq", "cube", "fourth"])
     st = lambda goal: Statement(
         ("x",), "real", (("h0", "x != 0"), ("h1", f"x + 1 / x = {t}")), goal

@@ -30,9 +30,9 @@ from .language import (
 @dataclass
 class Outcome:
     """Result of one method on one proposal: success, the stage that closed it
-    (``init_proof``, ``init_atp``, ``coarse_atp``, ``erp``, or ``root`` when the final
-    proof is one ATP call on the whole theorem; ``hammer`` for the baseline), the final
-    proof, the extra proposer calls (ERP) and a trace of (kind, text) events."""
+    (``init_proof``, ``init_atp``, ``coarse_atp``, ``erp``; ``hammer`` for the
+    baseline), the final proof, the extra proposer calls (ERP) and a trace of (kind,
+    text) events."""
 
     success: bool
     stage: str | None = None
@@ -185,17 +185,10 @@ def _erp(stmt, prover, propose, before, i, expected, ev):
 
 
 def proof_aug(
-    stmt: Statement,
-    text: str,
-    prover,
-    propose=None,
-    trace: bool = False,
-    root: bool = True,
+    stmt: Statement, text: str, prover, propose=None, trace: bool = False
 ) -> Outcome:
     """ProofAug on one proposal (``propose(subgoal_statement) -> text`` turns on
-    ERP). ``root=False`` removes the last resort: a hole on the whole theorem (level 1)
-    is not given to callATP, and a final proof that is a single step on the theorem
-    does not count (ProofAug below the root)."""
+    ERP)."""
     _check_stmt(stmt)
     _check_text("text", text)
     _check_prover(prover, atp=True)
@@ -204,8 +197,6 @@ def proof_aug(
             f"propose: expected a callable propose(statement) -> text or None, got "
             f"{type(propose).__name__}"
         )
-    if not isinstance(root, bool):
-        raise TypeError(f"root: expected a bool, got {type(root).__name__}")
     ev: list = []
     init = parse_steps(text)
     steps0 = semi_proof(stmt, text, prover, ev)
@@ -227,10 +218,6 @@ def proof_aug(
             if step != "sorry":
                 continue
             goal = before[i].pending[1]
-            if not root and levels[i] <= 1:  # the whole theorem: no root call
-                ev.append(("atp", f"level {levels[i]}: {goal}  ->  root call removed"))
-                sorry_proof = None
-                break
             tac = prover.call_atp(before[i].hyps, goal, stmt)
             ev.append(
                 ("atp", f"level {levels[i]}: {goal}  ->  {tac or 'all tactics failed'}")
@@ -261,9 +248,7 @@ def proof_aug(
             break
         if "sorry" not in steps:
             final_steps = _flatten(steps)
-            if len(final_steps) == 1:  # one step on the theorem: the root call
-                stage = "root"
-            elif final_steps == init:
+            if final_steps == init:
                 stage = "init_proof"
             elif used_erp:
                 stage = "erp"
@@ -271,8 +256,6 @@ def proof_aug(
                 stage = "init_atp"
             else:
                 stage = "coarse_atp"
-            if stage == "root" and not root:
-                break
             proof = join_steps(final_steps)
             ev.append(("success", stage))
             return Outcome(True, stage, proof, extra, ev if trace else [])
@@ -298,8 +281,7 @@ def dsp(stmt: Statement, text: str, prover) -> Outcome:
         if res.error:
             return Outcome(False)
         state = res.state
-    one = len(parse_steps(text)) == 1
-    return Outcome(state.done, ("root" if one else "dsp") if state.done else None)
+    return Outcome(state.done, "dsp" if state.done else None)
 
 
 def hammer_only(stmt: Statement, prover) -> Outcome:
