@@ -15,9 +15,9 @@ What is measured and what is modelled:
   transport completed no earlier than bytes / bandwidth, the bandwidth set so that the
   All-to-Alls are a share ρ = 0.6 of the MoE layer's time. The compute is real, the
   network is a sleep. Statistic: the median over paired repeats of T_top2 / T_ovl.
-- **modelled**: the analytic timeline at GPT-2-small FLOP counts. Deterministic: the
-  ledger gets the same value for every seed (the file format wants one per seed); its
-  zero-width interval means nothing, and "modelled" caps the verdict at partly.
+- **modelled**: the analytic timeline at GPT-2-small FLOP counts. One value, no seeds
+  (tests/test_claims_files.py wants eight held-out values for every claim with a
+  rule; that check fails for these two rows, see the chapter's issue #24 report).
 - **quality** (measured): character LMs of 4 blocks (2 block pairs) at width 128, at
   equal parameters (top-2 and top-1 get one expert more than ScMoE, which holds the
   shared expert instead; top-2 and ScMoE also pass each token through two FFNs).
@@ -86,8 +86,7 @@ CLAIMS = (
         "training speed-up of ScMoE over top-2",
         paper="1.49×",
         where="abstract",
-        statistic="timeline model at ρ = 0.6, GPT-2-small FLOP counts "
-        "(deterministic: the same value on every seed)",
+        statistic="timeline model at ρ = 0.6, GPT-2-small FLOP counts (one value)",
         rule=Rule.near(1.49, 0.10),
         modelled=True,
         expect="partly reproduced",
@@ -97,8 +96,7 @@ CLAIMS = (
         "inference speed-up of ScMoE over top-2",
         paper="1.82×",
         where="abstract",
-        statistic="timeline model at ρ = 0.6, GPT-2-small FLOP counts "
-        "(deterministic: the same value on every seed)",
+        statistic="timeline model at ρ = 0.6, GPT-2-small FLOP counts (one value)",
         rule=Rule.near(1.82, 0.10),
         modelled=True,
         expect="partly reproduced",
@@ -144,8 +142,7 @@ def _speed_values(runs: list, seeds) -> dict:
 def measure_claims(cfg, seeds, device="cpu") -> dict:
     """Per-seed values of each tested claim's statistic and of its negative control:
     ``{claim id: {"values": {seed: v}, "control": {seed: v}}}`` (plain floats). The
-    modelled claims get the timeline's value on every seed (it does not depend on the
-    seed: no spread, and no control)."""
+    modelled claims get one value (keyed by the first seed) and no control."""
     from .experiment import (
         _check_cfg,
         modelled_speedups,
@@ -165,7 +162,7 @@ def measure_claims(cfg, seeds, device="cpu") -> dict:
         ("train-modelled", "train_top2_0.6"),
         ("infer-modelled", "infer_top2_0.6"),
     ):
-        out[cid] = {"values": {s: model[key] for s in seeds}, "control": {}}
+        out[cid] = {"values": {seeds[0]: model[key]}, "control": {}}
     variants = ("scmoe", "top2", "top1")
     jobs = [(v, s) for s in seeds for v in variants]
     bpc = {job: r["bpc"] for job, r in zip(jobs, train_many(cfg, jobs, device))}
