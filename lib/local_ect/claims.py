@@ -29,6 +29,11 @@ rings, shift 0.1, leaf satellites) and the GNN width (64, the official code's) w
 on :data:`TUNING_SEEDS` 0–1; at shift 0.01 the ℓ-ECT reached 1.0 there and every
 baseline stayed at chance, so the harder shift 0.1 was kept. GNN epochs (100) and the
 sizes are fixed by the CPU budget, not by results.
+
+One expectation changed after the first ``make claims``: ``rotation`` was recorded as
+reproduced (tuning seeds: 0.999 and 0.996); on the notebook seeds every value held
+(0.999, 1.000, 0.998) but the 95 % interval crossed the bound, which the book's rule
+calls partly reproduced, so it is recorded as such (held-out: 8/8 seeds within).
 """
 
 from __future__ import annotations
@@ -116,6 +121,7 @@ CLAIMS = (
         statistic="max |α̂ − α| / (π/K) over 500 angles, K = 64, scale 20",
         rule=Rule.at_most(1.0),
         control="K random directions instead of evenly spaced ones",
+        expect="partly reproduced",
         fmt=".3f",
     ),
     Claim(
