@@ -64,6 +64,14 @@ and 11 % (control: −28, −30 and −26, i.e. far worse than IC); the margin, 
 the smallest, is 5 % (:data:`MNIST_MARGIN`). Before this rule was written, two notebook
 seeds had been run once at width 512 with an older stream layout (gaps 25 % and 25 %).
 
+**The schedule fix.** The toy's iCT schedule first rounded log2(s1/s0) down, so with
+s1/s0 = 10 its last stage stopped at 80 intervals instead of reaching s1 = 100; iCT and
+the official code do not round. With the corrected schedule (same rules, same seeds)
+``gc-gap`` on the notebook seeds fell from 0.05 [0.01, 0.10] (4/5) to 0.03 [−0.02,
+0.07] (1/5 holding) and ``gc-faster`` to 4/5 seeds; on the held-out seeds they are
+0.085 (7/8) and 0.056 (8/8). The recorded expectations were lowered to what the
+notebook seeds give (not reproduced; partly reproduced); the rules were not changed.
+
 **Recorded after the notebook seeds were run.** ``gc-gap`` was written expecting
 "reproduced"; on the notebook seeds 10-14 its mean is 0.05 with a 95 % interval [0.01,
 0.10] that crosses the rule's 0.03, and it holds on 4 of 5 seeds, so it is recorded as
@@ -93,7 +101,7 @@ CLAIMS = (
         statistic="relative gap (IC − GC)/IC of the final ODE-map error",
         rule=Rule.at_least(0.03),
         control="GC's generator replaced by the untrained initial network",
-        expect="partly reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "gc-faster",
@@ -103,6 +111,7 @@ CLAIMS = (
         statistic="smallest relative gap (IC − GC)/IC over the checkpoints",
         rule=Rule.at_least(0.0),
         control="GC's generator replaced by the untrained initial network",
+        expect="partly reproduced",
     ),
     Claim(
         "cd-best",
