@@ -217,6 +217,11 @@ def test_results_have_provenance():
         if "." in path.stem:  # <slug>.<preset>.json: a non-FULL preset, not committed
             continue
         data = json.loads(path.read_text())
+        if path.stem.endswith("_bench"):  # <slug>_bench.json: a benchmark's record
+            assert {"what", "machine", "torch", "rows"} <= set(data), (
+                f"{path.name}: expected what, machine, torch and rows"
+            )
+            continue
         assert (
             data.get("slug") == path.stem
             and data.get("preset")
