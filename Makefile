@@ -12,7 +12,7 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book test unit nbval html status claims execute full lab bench chromium student pdf \
+.PHONY: setup book test unit nbval html status claims execute full lab bench chromium student pdf goals \
         clean distclean
 
 ## set-up: the venv (created if missing) with the project installed editable, and the widget JS
@@ -98,6 +98,11 @@ lab: setup
 pdf: setup chromium book
 	$(BIN)/python scripts/make_pdf.py
 	$(BIN)/python -m pytest tests/test_pdf.py -p no:cacheprovider -q
+
+## make goals: each chapter's goals box (learning goals, prerequisites, time) and the course-planning
+## page book/course.md, from book/_data/goals.yml
+goals: setup
+	$(BIN)/python scripts/make_goals.py
 
 ## make student: the student edition, student/<slug>.ipynb with the solutions left out
 ## (a build product, git-ignored; the exercises and any self-checks stay)
