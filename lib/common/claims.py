@@ -370,7 +370,7 @@ def evaluate(
     """
     if not isinstance(claim, Claim):
         raise TypeError(f"claim: expected a Claim, got {type(claim).__name__}")
-    if claim.rule is None:
+    if claim.rule is None or values is None:  # untested, or not measurable here
         return ClaimResult(claim, None, None, "not tested here", paired)
     summary = summarize(values, claim.rule, seeds=seeds, level=level)
     ctrl = (
