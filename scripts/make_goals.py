@@ -73,9 +73,7 @@ def update_notebook(path: pathlib.Path, text: str) -> bool:
     cell["source"] = text.splitlines(keepends=True)
     cells = nb["cells"]
     if len(cells) > 1 and "".join(cells[1]["source"]).startswith(MARK):
-        cell["metadata"] = cells[1].get("metadata", {})
-        cell.update({k: v for k, v in cells[1].items() if k not in cell})
-        cells[1] = cell
+        cells[1]["source"] = cell["source"]  # in place: the cell's other keys stay
     else:
         cells.insert(1, cell)
     new = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"

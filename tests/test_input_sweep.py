@@ -848,6 +848,16 @@ def _cases_consistency_gc():
     toy = CG.toy_experiment(TINY, "cpu")
     summary = CG.summarise(toy, {"skipped": "off"})
     measured = CG.toy_claims(toy)
+    cfile = {
+        "claims": {
+            "mnist-fd": {
+                "notebook": {
+                    "method": {"seeds": [1], "values": [0.2]},
+                    "control": {"seeds": [1], "values": [-3.0]},
+                }
+            }
+        }
+    }
     feats = torch.randn(10, 3, generator=torch.Generator().manual_seed(1))
     tc_kinds = {"p_mean": "real", "ema_decay": "prob", "s0": "count", "s1": "count"}
     return [
@@ -1013,6 +1023,20 @@ def _cases_consistency_gc():
             {"cfg": "obj", "seeds": "seq_nonneg"},
         ),
         Case(ch, "toy_claims", CG.toy_claims, lambda: dict(toy=toy), {"toy": "obj"}),
+        Case(
+            ch,
+            "image_claims",
+            CG.image_claims,
+            lambda: dict(runs={3: {"fd": {"IC": 10.0, "GC": 8.0, CG.CONTROL: 300.0}}}),
+            {"runs": "obj"},
+        ),
+        Case(
+            ch,
+            "file_measured",
+            CG.file_measured,
+            lambda: dict(claims_file=cfile, ids=["mnist-fd"]),
+            {"claims_file": "obj", "ids": "seq"},
+        ),
         Case(
             ch,
             "measure_claims",

@@ -256,6 +256,8 @@ def file_measured(claims_file: dict | None, ids) -> dict:
     """``measure_claims``-shaped values of the claims ``ids`` on the notebook seeds,
     read back from ``results/claims/<slug>.json`` (for claims too slow for the
     notebook); claims the file lacks are left out."""
+    if isinstance(ids, str) or not isinstance(ids, (list, tuple)) or not ids:
+        raise TypeError(f"ids: expected a non-empty list of claim ids, got {ids!r}")
     if claims_file is None:
         return {}
     if not isinstance(claims_file, dict) or "claims" not in claims_file:

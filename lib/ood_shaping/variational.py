@@ -40,10 +40,7 @@ from lib.common import (
 )
 
 #: assumption families for p_OOD, built from ID samples X (see :func:`ood_law_samples`)
-ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate", "same")
-#: the families g ranges over: non-decreasing (our earlier choice) or any function on
-# the knots (the paper's functional is over every conditional law p(z|x))
-FAMILIES = ("monotone", "free")
+ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate")
 
 
 @dataclass(frozen=True)
@@ -126,9 +123,7 @@ def ood_law_samples(
       distributed as ID;
     - ``+tail``: in addition 10 % of the OOD activations are inflated, X·(2 + strength)
       (rare spikes);
-    - ``surrogate``: the given activations of surrogate OOD inputs (e.g. noise images);
-    - ``same``: no assumption, OOD activations distributed as ID ones (the negative
-      control: the KL term is then zero whatever g is).
+    - ``surrogate``: the given activations of surrogate OOD inputs (e.g. noise images).
     """
     if assumption not in ASSUMPTIONS:
         raise ValueError(
@@ -146,8 +141,6 @@ def ood_law_samples(
             )
         _check_activations("x_surrogate", x_surrogate)
         return x_surrogate.flatten()
-    if assumption == "same":
-        return x.clone()
     n = x.numel()
     u = torch.rand(n, generator=generator, dtype=torch.float64).to(x.device)
     if assumption.startswith("weaker"):
@@ -293,22 +286,17 @@ def solve_shaping(
     smooth: float = 1e-3,
     n_z: int = 512,
     init: torch.Tensor | None = None,
-    family: str = "monotone",
 ) -> tuple[torch.Tensor, list]:
-    """Gradient flow on g (eq. 3) with g(0) = 0, from g = identity or from ``init``,
-    over the ``family`` of shapings.
+    """Gradient flow on g (eq. 3) over non-decreasing g with g(0) = 0, from g = identity
+    or from ``init``.
 
-    ``family="monotone"``: g is parametrised by its slopes, g(x_k) = Σ_{j≤k}
-    softplus(u_j) Δx_j (x scaled to [0, 1]), so every iterate is a non-decreasing
-    shaping, the family that holds ReAct, VRA-P and the one-dimensional analogue of ASH.
-    ``family="free"``: g(x_k) = Σ_{j≤k} u_j Δx_j with unconstrained slopes u_j, so g may
-    turn down (as OptFS's shapes do); this is the family the paper's functional ranges
-    over (any conditional law, here any mean of the Gaussian channel). ``smooth`` adds
-    smooth·Σ(u_{j+1} − u_j)², so that slopes in bins with no mass under either law
-    follow their neighbours (our addition). ``init``, when given, is the starting
-    shaping on ``grid.knots`` (in units of x, shape (K+1,), starting at 0; strictly
-    increasing for the monotone family). Returns ``(g on grid.knots in units of x,
-    loss history)``.
+    g is parametrised by its slopes, g(x_k) = Σ_{j≤k} softplus(u_j) Δx_j (x scaled to
+    [0, 1]), so every iterate is a non-decreasing shaping, the family that holds ReAct,
+    VRA-P and the one-dimensional analogue of ASH. ``smooth`` adds smooth·Σ(u_{j+1} −
+    u_j)², so that slopes in bins with no mass under either law follow their neighbours
+    (our addition). ``init``, when given, is the starting shaping on ``grid.knots`` (in
+    units of x, shape (K+1,), starting at 0 and strictly increasing). Returns ``(g on
+    grid.knots in units of x, loss history)``.
     """
     if not isinstance(grid, Grid):
         raise TypeError(
@@ -333,9 +321,6 @@ def solve_shaping(
     check_positive("lr", lr)
     check_nonnegative("smooth", smooth)
     check_int("n_z", n_z, 2)
-    if family not in FAMILIES:
-        raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
-    free = family == "free"
     scale = float(grid.edges[-1])
     p_id, p_ood = p_id.to(grid.knots), p_ood.to(grid.knots)
     dx = torch.diff(grid.knots) / scale  # (K,) knot spacing
@@ -348,25 +333,21 @@ def solve_shaping(
         )
         init = init.to(grid.knots)
         slope = torch.diff(init) / scale / dx  # (K,) slope of g in scaled units
-        if float(init[0]) != 0.0 or not (free or bool((slope > 0).all())):
+        if float(init[0]) != 0.0 or not bool((slope > 0).all()):
             raise ValueError(
                 "init: expected a shaping that starts at 0 and strictly increases, got "
                 f"init[0] = {float(init[0]):.3g} and min slope {float(slope.min()):.3g}"
             )
-        # softplus⁻¹(slope), stable for large slopes (free: the slope itself)
-        u = slope if free else slope + torch.log(-torch.expm1(-slope))
-    if free and init is None:
-        u = torch.ones_like(dx)  # g = x
+        # softplus⁻¹(slope), stable for large slopes
+        u = slope + torch.log(-torch.expm1(-slope))
     u = u.clone().requires_grad_(True)
     opt = torch.optim.Adam([u], lr=lr)
     zero = torch.zeros(1, dtype=dx.dtype, device=dx.device)
     history = []
-
-    def slopes(u):
-        return u if free else torch.nn.functional.softplus(u)
-
     for _ in range(steps):
-        g = torch.cat([zero, torch.cumsum(slopes(u) * dx, 0)])  # (K+1,)
+        g = torch.cat(
+            [zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)]
+        )  # (K+1,)
         loss = kl_ib_loss(g, p_id, p_ood, beta, sigma, gamma, prior, n_z, check=False)
         total = loss + smooth * (u[1:] - u[:-1]).pow(2).sum()
         opt.zero_grad()
@@ -374,7 +355,7 @@ def solve_shaping(
         opt.step()
         history.append(loss.detach())
     with torch.no_grad():
-        g = torch.cat([zero, torch.cumsum(slopes(u) * dx, 0)])
+        g = torch.cat([zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)])
     return g * scale, [float(v) for v in torch.stack(history)]
 
 
