@@ -464,3 +464,69 @@ def test_naive_references_reject_bad_inputs():
     np.testing.assert_allclose(
         naive_jumper(np.full((1, 3), 0.5)), np.zeros((1, 3)), atol=1e-12
     )
+
+
+def _new_check_calls():
+    """Calls with one bad argument each, for the checks added for the bad-input sweep:
+    (argument name, exception, thunk)."""
+    g = gen(7)
+    S, n, T = 2, 20, 30
+    b, _ = wctm.synthetic_streams("benign", S, g, None, 40, n, T, 10)
+    u = torch.rand(S, T, generator=g, dtype=torch.float64)
+    lm = torch.randn(S, T, generator=g, dtype=torch.float64).cumsum(1)
+    ad = dict(
+        cal_scores=b.cal_scores,
+        test_scores=b.test_scores,
+        cal_x=b.cal_x,
+        test_x=b.test_x,
+        u=u,
+        adapt=torch.tensor([5, 10]),
+        ratio="logistic",
+    )
+    nan_u = u.clone()
+    nan_u[0, 0] = float("nan")
+    inf_lm = lm.clone()
+    inf_lm[0, 0] = float("inf")
+    return [
+        (
+            "adapt_threshold",
+            ValueError,
+            lambda: wctm.watch_monitor(b, u, pr=False, adapt_threshold=0.0),
+        ),
+        (
+            "adapt_threshold",
+            TypeError,
+            lambda: wctm.watch_monitor(b, u, pr=False, adapt_threshold="x"),
+        ),
+        (
+            "x_sched_threshold",
+            ValueError,
+            lambda: wctm.watch_monitor(b, u, pr=False, x_sched_threshold=float("inf")),
+        ),
+        (
+            "log_m_x",
+            ValueError,
+            lambda: wctm.adaptation_start(lm[:0], "ville", 100.0, 100.0),
+        ),
+        (
+            "log_m_x",
+            ValueError,
+            lambda: wctm.adaptation_start(inf_lm, "ville", 100.0, 100.0),
+        ),
+        (
+            "cal_scores",
+            ValueError,
+            lambda: wctm.adaptive_pvalues(**{**ad, "cal_scores": b.cal_scores[:0]}),
+        ),
+        ("u", ValueError, lambda: wctm.adaptive_pvalues(**{**ad, "u": nan_u})),
+        ("alpha", TypeError, lambda: wctm.adaptive_pvalues(**ad, alpha="x")),
+        ("cfg", TypeError, lambda: wctm.values_from_runs("cfg", {})),
+        ("runs", TypeError, lambda: wctm.values_from_runs(wctm.SMOKE, "runs")),
+    ]
+
+
+@pytest.mark.parametrize("i", range(10))
+def test_new_input_checks_name_the_argument(i):
+    name, exc, call = _new_check_calls()[i]
+    with pytest.raises(exc, match=rf"^{name}: expected"):
+        call()

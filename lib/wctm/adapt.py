@@ -12,7 +12,13 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_choice, check_int, check_positive, check_tensor
+from lib.common import (
+    check_choice,
+    check_int,
+    check_positive,
+    check_probability,
+    check_tensor,
+)
 
 from .density_ratio import (
     _fit_logistic,
@@ -22,7 +28,7 @@ from .density_ratio import (
     adam_state,
     mlp_init,
 )
-from .martingales import first_alarm, shiryaev_roberts
+from .martingales import _check_log_stat, first_alarm, shiryaev_roberts
 
 #: density-ratio classifiers: the official MLP, or our earlier logistic regression
 RATIOS = ("mlp", "logistic")
@@ -43,7 +49,8 @@ def adaptation_start(
     provided it comes before the X-CTM's Ville alarm (otherwise no adaptation). The
     alarm step itself is the first adapted one, as in the official code.
     """
-    check_tensor("log_m_x", log_m_x, ndim=2, floating=True)
+    _check_log_stat("log_m_x", log_m_x)
+    check_tensor("log_m_x", log_m_x, finite=True)
     check_choice("trigger", trigger, TRIGGERS)
     check_positive("ville_threshold", ville_threshold)
     check_positive("sr_threshold", sr_threshold)
@@ -91,7 +98,9 @@ def adaptive_pvalues(
     calibration set alone (``"cal"``). ``anticonservative=False`` keeps the randomised
     tie term always (the negative control of the extreme-shift claim).
     """
-    check_tensor("cal_scores", cal_scores, ndim=2, floating=True, finite=True)
+    check_tensor(
+        "cal_scores", cal_scores, ndim=2, floating=True, finite=True, nonempty=True
+    )
     S, n = cal_scores.shape
     check_tensor(
         "test_scores", test_scores, shape=(S, None), floating=True, finite=True
@@ -101,9 +110,12 @@ def adaptive_pvalues(
     d = cal_x.shape[2]
     check_tensor("test_x", test_x, shape=(S, T, d), floating=True, finite=True)
     check_tensor("u", u, shape=(S, T), floating=True)
+    if not bool(((u >= 0) & (u <= 1)).all()):
+        raise ValueError("u: expected uniforms in [0, 1], got values outside (or NaN)")
     check_tensor("adapt", adapt, shape=(S,), integer=True)
     if bool((adapt < 0).any()):
         raise ValueError(f"adapt: expected test indices >= 0, got {adapt.tolist()}")
+    check_probability("alpha", alpha)
     if not 0 < float(alpha) < 1:
         raise ValueError(f"alpha: expected a level in (0, 1), got {alpha}")
     check_choice("ratio", ratio, RATIOS)

@@ -175,8 +175,13 @@ def _delay(alarm, cfg) -> float:
 def values_from_runs(cfg, runs: dict) -> dict:
     """Per-seed values of each tested claim and of its control, from
     :func:`claim_runs`."""
-    from .experiment import EXPECTED
+    from .experiment import EXPECTED, _check_cfg
 
+    _check_cfg(cfg)
+    if not isinstance(runs, dict):
+        raise TypeError(
+            f"runs: expected the dict of claim_runs, got {type(runs).__name__}"
+        )
     out = {c.id: {"values": {}, "control": {}} for c in CLAIMS if c.rule is not None}
     cp = cfg.changepoint
     for s, r in runs.items():

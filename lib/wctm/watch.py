@@ -135,6 +135,8 @@ def watch_monitor(
     if not bool(((u >= 0) & (u <= 1)).all()):
         raise ValueError("u: expected uniforms in [0, 1], got values outside (or NaN)")
     check_positive("sched_threshold", sched_threshold)
+    check_positive("adapt_threshold", adapt_threshold)
+    check_positive("x_sched_threshold", x_sched_threshold)
     ville = 1.0 / ville_alpha
     out = {}
     p_ctm = ctm_pvalues(batch.cal_scores, batch.test_scores, u)  # (S, T)
