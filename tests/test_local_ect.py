@@ -636,3 +636,26 @@ def test_entry_index_equals_searchsorted_including_ties(uniform):
         ]
     ).view(-1, 1)  # includes every threshold and its neighbours
     assert torch.equal(le.entry_index(h, t), torch.searchsorted(t, h))
+
+
+def _bad_call(name):
+    """One call per check added for the bad-input sweep, with ``name`` bad."""
+    x, e = _random_graph(8, 0.4, seed=3)
+    v = le.random_directions(2, 3, generator=_gen(1), dtype=torch.float64)
+    nan_v = v.clone()
+    nan_v[0, 0] = float("nan")
+    calls = {
+        "k": lambda: le.ego_moments(x, e, 0, v),
+        "v": lambda: le.ego_moments(x, e, 1, nan_v),
+        "eps": lambda: le.ego_moments(x, e, 1, v, eps=0.0),
+        "cfg": lambda: le.shape_graph_of("cfg", 0),
+        "seed": lambda: le.shape_graph_of(le.SMOKE, -1),
+        "h": lambda: le.csbm_seed(le.SMOKE, 1.5, 0, "cpu", methods=("lect",)),
+    }
+    return calls[name]
+
+
+@pytest.mark.parametrize("name", ["k", "v", "eps", "cfg", "seed", "h"])
+def test_sweep_checks_name_the_argument(name):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}: expected"):
+        _bad_call(name)()

@@ -8,7 +8,13 @@ import statistics
 
 import torch
 
-from lib.common import check_int, check_numbers, device as pick_device, make_generator
+from lib.common import (
+    check_int,
+    check_numbers,
+    check_probability,
+    device as pick_device,
+    make_generator,
+)
 from .data import Graph, csbm, edge_homophily, moment_graph, split
 from .ect import (
     circle_directions,
@@ -187,6 +193,8 @@ def _collect(per_seed: list[dict]) -> dict:
 
 def shape_graph_of(cfg, seed: int) -> Graph:
     """The moment-matched shape graph of one seed (:func:`moment_graph`)."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
     return moment_graph(
         cfg.num_centres,
         cfg.noise_degree,
@@ -206,6 +214,7 @@ def csbm_seed(cfg, h: float, seed: int, device, methods=tuple(METHODS)) -> dict:
     """Accuracy of every method on the cSBM of homophily ``h`` and one seed, with the
     measured edge homophily under ``"edge_homophily"``."""
     _check_cfg(cfg)
+    check_probability("h", h)
     check_int("seed", seed, 0)
     graph = csbm(
         cfg.csbm_nodes,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_int, check_tensor
+from lib.common import check_int, check_positive, check_tensor
 from .ect import (
     _check_edges,
     _check_scale,
@@ -368,8 +368,13 @@ def ego_moments(
     ``order=2`` is the mean/std aggregator. Returns (B, order·K), blocks in that
     order."""
     _check_features(x)
-    check_tensor("v", v, shape=(x.shape[1], None), floating=True, nonempty=True)
+    check_tensor(
+        "v", v, shape=(x.shape[1], None), floating=True, nonempty=True, finite=True
+    )
     order = check_int("order", order, minimum=1)
+    # a 0-hop ego graph is the centre alone: no spread to take moments of
+    check_int("k", k, minimum=1)
+    check_positive("eps", eps)
     masks = ego_masks(edge_index, x.shape[0], k, nodes=nodes, device=x.device)
     pos, mem = masks.indices()  # (P,)
     B = masks.shape[0]
