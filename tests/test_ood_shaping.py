@@ -557,3 +557,126 @@ def test_claims_are_declared():
     assert len(set(ids)) == len(ids) >= 3
     assert all(c.control for c in O.CLAIMS if c.rule is not None)
     assert not set(O.NOTEBOOK_SEEDS) & set(O.TUNING_SEEDS)
+
+
+def _tiny_run(h, W, b):
+    return O.SeedRun(
+        0,
+        W,
+        b,
+        h,
+        h,
+        {"a": h},
+        0.9,
+        {m: 0 for m in O.METHODS},
+        {},
+        {m: {0: 0.5} for m in O.METHODS},
+        {m: {"id": torch.rand(5), "a": torch.rand(5)} for m in O.METHODS},
+        [],
+    )
+
+
+@pytest.mark.parametrize(
+    "call, err, name",
+    [
+        (
+            lambda h, W, b, g: O.fit_setting("x", "react", 90.0, W, b, h, g),
+            TypeError,
+            "cfg",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(O.SMOKE, "react", 101.0, W, b, h, g),
+            ValueError,
+            "setting",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(
+                O.SMOKE, "vra_p", (95.0, 50.0), W, b, h, g
+            ),
+            ValueError,
+            "setting",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(O.SMOKE, "optfs", 0, W, b, h, g),
+            ValueError,
+            "setting",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(
+                O.SMOKE, "kl_ib", ("x", "free", 1.0), W, b, h, g
+            ),
+            ValueError,
+            r"setting\[0\]",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(O.SMOKE, "react", 90.0, W[:, :3], b, h, g),
+            ValueError,
+            "W",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(
+                O.SMOKE, "react", 90.0, W, b, h * math.nan, g
+            ),
+            ValueError,
+            "h_fit",
+        ),
+        (
+            lambda h, W, b, g: O.select(O.SMOKE, "bogus", W, b, h, h, {"a": h}, g),
+            ValueError,
+            "method",
+        ),
+        (
+            lambda h, W, b, g: O.select(O.SMOKE, "react", W, b, h, h[:0], {"a": h}, g),
+            ValueError,
+            "h_val_id",
+        ),
+        (
+            lambda h, W, b, g: O.select(
+                O.SMOKE, "react", W, b, h, h, {"a": h.long()}, g
+            ),
+            TypeError,
+            "h_val_ood",
+        ),
+        (
+            lambda h, W, b, g: O.slope_ratios(h * math.nan, h[0], h[0]),
+            ValueError,
+            "h_fit",
+        ),
+        (lambda h, W, b, g: O.slope_ratios(h, "x", h[0]), TypeError, "knots"),
+        (
+            lambda h, W, b, g: O.slope_ratios(
+                h, torch.linspace(0, 1, 5, dtype=h.dtype), h[0, :4]
+            ),
+            ValueError,
+            "g",
+        ),
+        (
+            lambda h, W, b, g: O.slope_ratios(
+                -h - 1, torch.linspace(0, 1, 4, dtype=h.dtype), h[0, :4]
+            ),
+            ValueError,
+            "h_fit",
+        ),
+        (lambda h, W, b, g: O.claims_from_runs(O.SMOKE, []), ValueError, "runs"),
+        (lambda h, W, b, g: O.claims_from_runs(O.SMOKE, 3), TypeError, "runs"),
+        (
+            lambda h, W, b, g: O.best_on_validation(_tiny_run(h, W, b), 3),
+            TypeError,
+            "methods",
+        ),
+        (
+            lambda h, W, b, g: O.best_on_validation(_tiny_run(h, W, b), ()),
+            ValueError,
+            "methods",
+        ),
+        (
+            lambda h, W, b, g: O.best_on_validation(_tiny_run(h, W, b), ["bogus"]),
+            ValueError,
+            "methods",
+        ),
+    ],
+)
+def test_selection_and_claims_inputs_are_checked(head, call, err, name):
+    h, W, b = head
+    with pytest.raises(err, match=rf"{name}.*: expected"):
+        call(h, W, b, torch.Generator().manual_seed(0))

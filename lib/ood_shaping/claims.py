@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from lib.common import check_tensor
 from lib.common.claims import Claim, Rule, judge_all, mean_values, seed_list
 
 from . import scores as S
@@ -117,8 +118,18 @@ def slope_ratios(h_fit, knots, g) -> dict:
     """The shape statistics of the ``clip`` and ``prune`` claims for one shaping g:
     ``top`` = slope on [q90, q99] / slope on [q10, q90], ``bottom`` = slope on [0, q50]
     / slope on [q50, q99], q the quantiles of the active (> 0) ID activations."""
+    check_tensor("h_fit", h_fit, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor("knots", knots, ndim=1, floating=True, finite=True)
+    if knots.shape[0] < 2 or not bool((knots[1:] > knots[:-1]).all()):
+        raise ValueError(
+            f"knots: expected at least 2 strictly increasing knots, got shape "
+            f"{tuple(knots.shape)} or an unsorted tensor"
+        )
+    check_tensor("g", g, shape=(knots.shape[0],), floating=True, finite=True)
     x = h_fit.flatten()
     x = x[x > 0]
+    if x.numel() == 0:
+        raise ValueError("h_fit: expected some active (> 0) activations, got none")
     if x.numel() > 2**24:
         x = x[:: x.numel() // 2**24 + 1]
     q = torch.quantile(
@@ -137,8 +148,18 @@ def claims_from_runs(cfg, runs) -> dict:
     :class:`.experiment.SeedRun` of each seed (``{id: {"values", "control"}}``)."""
     from lib.common import make_generator
 
-    from .experiment import best_on_validation, kl_ib_shaping, metrics
+    from .experiment import SeedRun, _check_cfg, best_on_validation, kl_ib_shaping
+    from .experiment import metrics
 
+    _check_cfg(cfg)
+    if (
+        isinstance(runs, (str, bytes))
+        or not isinstance(runs, (list, tuple))
+        or not all(isinstance(r, SeedRun) for r in runs)
+    ):
+        raise TypeError(f"runs: expected a non-empty list of SeedRun, got {runs!r:.80}")
+    if not runs:
+        raise ValueError("runs: expected a non-empty list of SeedRun, got an empty one")
     out = {c.id: {"values": {}, "control": {}} for c in CLAIMS}
     for r in runs:
         avg = {m: 100 * v["average"][0] for m, v in metrics(r).items()}

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from lib.common import (
+    check_choice,
     check_generator,
     check_int,
     check_nonnegative,
@@ -337,6 +338,15 @@ def best_on_validation(run: SeedRun, methods=SHAPING) -> str:
     AUROC (the rule a practitioner would deploy without seeing test OOD data)."""
     if not isinstance(run, SeedRun):
         raise TypeError(f"run: expected a SeedRun, got {type(run).__name__}")
+    if isinstance(methods, (str, bytes)) or not isinstance(methods, (list, tuple)):
+        raise TypeError(
+            f"methods: expected a list or tuple of method names, got "
+            f"{type(methods).__name__} ({methods!r:.80})"
+        )
+    if not methods:
+        raise ValueError("methods: expected at least one method name, got none")
+    for i, m in enumerate(methods):
+        check_choice(f"methods[{i}]", m, tuple(run.validation))
     return max(methods, key=lambda m: max(run.validation[m].values()))
 
 

@@ -20,9 +20,17 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_generator
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_int,
+    check_nonnegative,
+    check_numbers,
+    check_range,
+)
 
 from . import scores as S
+from .variational import ASSUMPTIONS, FAMILIES
 
 #: candidate settings per method (the same number for every method with a setting)
 GRIDS = {
@@ -60,6 +68,44 @@ assert all(len(v) == BUDGET for v in GRIDS.values())
 NO_SETTING = ("msp", "max_logit", "energy")
 
 
+def _check_setting(method: str, setting) -> None:
+    """``setting`` is one candidate of ``method`` (the kind of value :data:`GRIDS`
+    lists)."""
+    if method in ("react", "ash_p", "ash_s", "dice"):
+        check_range("setting", setting, 0, 100)
+    elif method == "vra_p":
+        q = check_numbers("setting", setting, lambda n, v: check_range(n, v, 0, 100))
+        if len(q) != 2 or not q[0] < q[1]:
+            raise ValueError(
+                f"setting: expected two percentiles q1 < q2 for vra_p, got {setting!r}"
+            )
+    elif method == "optfs":
+        check_int("setting", setting, 1)
+    else:  # kl_ib: (OOD-law assumption, family of g, β)
+        if (
+            isinstance(setting, (str, bytes))
+            or not isinstance(setting, (list, tuple))
+            or len(setting) != 3
+        ):
+            raise TypeError(
+                f"setting: expected (assumption, family, beta) for kl_ib, got "
+                f"{type(setting).__name__} ({setting!r:.80})"
+            )
+        check_choice("setting[0]", setting[0], ASSUMPTIONS)
+        check_choice("setting[1]", setting[1], FAMILIES)
+        check_nonnegative("setting[2]", setting[2])
+
+
+def _check_fit_inputs(cfg, method, W, b, h_fit, generator) -> None:
+    """The inputs :func:`fit_setting` and :func:`select` share."""
+    from .experiment import _check_cfg
+
+    _check_cfg(cfg)
+    check_choice("method", method, tuple(GRIDS))
+    S._check_head(h_fit, W, b, "h_fit")
+    check_generator("generator", generator, allow_none=False)
+
+
 def fit_setting(
     cfg, method: str, setting, W, b, h_fit, generator, pct: dict | None = None
 ) -> dict:
@@ -71,7 +117,13 @@ def fit_setting(
 
     if method not in GRIDS:
         raise ValueError(f"method: expected one of {tuple(GRIDS)}, got {method!r}")
-    check_generator("generator", generator, allow_none=False)
+    _check_fit_inputs(cfg, method, W, b, h_fit, generator)
+    _check_setting(method, setting)
+    if pct is not None and not isinstance(pct, dict):
+        raise TypeError(
+            f"pct: expected a dict percentile -> value or None, got "
+            f"{type(pct).__name__}"
+        )
     pct = pct or {}
 
     def percentile(q):
@@ -134,11 +186,15 @@ def mean_auroc(score, fitted, h_id, h_ood: dict, W, b, method: str) -> float:
 def select(cfg, method: str, W, b, h_fit, h_val_id, h_val_ood: dict, generator):
     """Fit every candidate of ``method`` and keep the one with the best mean validation
     AUROC. Returns ``(setting, fitted, {setting: validation AUROC})``."""
+    _check_fit_inputs(cfg, method, W, b, h_fit, generator)
+    S._check_head(h_val_id, W, b, "h_val_id")
     if not isinstance(h_val_ood, dict) or not h_val_ood:
         raise TypeError(
             f"h_val_ood: expected a non-empty dict name -> features, got "
             f"{type(h_val_ood).__name__}"
         )
+    for name, h in h_val_ood.items():
+        S._check_head(h, W, b, f"h_val_ood[{name!r}]")
     best, table = None, {}
     pct = None
     if method in ("react", "vra_p"):
