@@ -450,6 +450,60 @@ def test_bad_inputs_raise_clear_errors():
         )
 
 
+def _small_spec():
+    return dict(S.speed_spec(S.SMOKE), d_model=8, n_head=2, batch=2, seq=4)
+
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def speed_objs():
+    return dict(
+        moe=S.MoE(d_model=4, n_experts=2, k=1, capacity_factor=1.25, hidden=8),
+        pair=S.BlockPair(8, 2, "scmoe", 4, 1.25),
+        x=torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(0)),
+        st=S.build_speed(0, 2, CPU, _small_spec(), 0),
+    )
+
+
+BAD_SPEED_CALLS = [  # (exception, argument named, call on speed_objs)
+    (TypeError, "moe", lambda o: S.local_experts("moe", 0, 2)),
+    (ValueError, "rank", lambda o: S.local_experts(o["moe"], 2, 2)),
+    (ValueError, "world_size", lambda o: S.local_experts(o["moe"], 0, 3)),
+    (ValueError, "world_size", lambda o: S.build_speed(0, 0, CPU, _small_spec(), 0)),
+    (TypeError, "spec", lambda o: S.build_speed(0, 2, CPU, "spec", 0)),
+    (ValueError, "seed", lambda o: S.build_speed(0, 2, CPU, _small_spec(), -1)),
+    (TypeError, "pair", lambda o: S.ep_step("pair", o["x"])),
+    (ValueError, "x", lambda o: S.ep_step(o["pair"], o["x"][..., :4])),
+    (ValueError, "x", lambda o: S.ep_step(o["pair"], o["x"][:0])),
+    (ValueError, "x", lambda o: S.ep_step(o["pair"], o["x"] + float("nan"))),
+    (TypeError, "link", lambda o: S.ep_step(o["pair"], o["x"], "link")),
+    (
+        ValueError,
+        "sizes",
+        lambda o: S.step_check_worker(0, 2, CPU, "scmoe", dict(d_model=8), 0),
+    ),
+    (TypeError, "st", lambda o: S.time_components("st", 1, CPU)),
+    (ValueError, "st", lambda o: S.time_components({"x": o["x"]}, 1, CPU)),
+    (ValueError, "repeats", lambda o: S.time_components(o["st"], 0, CPU)),
+    (TypeError, "link", lambda o: S.time_schedules(o["st"], "link", 1, CPU)),
+    (TypeError, "repeats", lambda o: S.time_schedules(o["st"], S.Link(), 2.5, CPU)),
+    (ValueError, "seed", lambda o: S.measure_cuda_streams(_small_spec(), "cuda", -1)),
+    (TypeError, "jobs", lambda o: S.train_many(S.SMOKE, 3, "cpu")),
+    (ValueError, "jobs", lambda o: S.train_many(S.SMOKE, [], "cpu")),
+    (TypeError, "jobs", lambda o: S.train_many(S.SMOKE, [("top1",)], "cpu")),
+]
+
+
+@pytest.mark.parametrize("err,arg,call", BAD_SPEED_CALLS)
+def test_speed_functions_reject_bad_input(speed_objs, err, arg, call):
+    """The expert-parallel and timing functions name the bad argument before they
+    touch a process group or a device (issue 37)."""
+    with pytest.raises(err, match=rf"^{arg}: expected"):
+        call(speed_objs)
+
+
 # --- the entry point and CUDA ---------------------------------------------------------
 
 

@@ -132,6 +132,19 @@ def train_many(cfg, jobs, device) -> list[dict]:
     """:func:`train_variant` for every (variant, seed) of ``jobs``, in order; on the CPU
     ``cfg.workers`` processes at a time (each one thread), else one after another."""
     _check_cfg(cfg)
+    if isinstance(jobs, (str, bytes)) or not isinstance(jobs, (list, tuple)):
+        raise TypeError(
+            f"jobs: expected a list of (variant, seed) pairs, got "
+            f"{type(jobs).__name__} ({jobs!r})"
+        )
+    if not jobs:
+        raise ValueError(
+            f"jobs: expected at least one (variant, seed) pair, got an empty "
+            f"{type(jobs).__name__}"
+        )
+    for job in jobs:
+        if not isinstance(job, (list, tuple)) or len(job) != 2:
+            raise TypeError(f"jobs: expected (variant, seed) pairs, got {job!r}")
     jobs = [(v, check_int("seed", s, 0)) for v, s in jobs]
     for v, _ in jobs:
         if v not in _VARIANTS:

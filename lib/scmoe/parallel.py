@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import check_instance, check_int, check_positive, check_tensor
 
-from .moe import capacity, combine, dispatch, expert_ffn, route
+from .moe import MoE, capacity, combine, dispatch, expert_ffn, route
 
 
 # --- process launch -------------------------------------------------------------------
@@ -372,8 +372,22 @@ def ep_check_worker(
 # --- one block pair, expert parallel, built from BlockPair's stages -------------------
 
 
-def local_experts(moe, rank: int, world_size: int) -> tuple:
-    """This rank's slice (w1, b1, w2, b2) of ``moe``'s stacked experts (views)."""
+def local_experts(moe, rank: int, world_size: int, *, check: bool = True) -> tuple:
+    """This rank's slice (w1, b1, w2, b2) of ``moe``'s stacked experts (views).
+    ``check=False`` skips the checks (the expert-parallel step and the timed
+    schedules)."""
+    if check:
+        check_instance("moe", moe, MoE)
+        world_size = check_int("world_size", world_size, 1)
+        if check_int("rank", rank, 0) >= world_size:
+            raise ValueError(
+                f"rank: expected a rank in [0, world_size={world_size}), got {rank}"
+            )
+        if moe.n_experts % world_size:
+            raise ValueError(
+                f"world_size: expected a divisor of moe.n_experts={moe.n_experts}, "
+                f"got {world_size}"
+            )
     el = moe.n_experts // world_size
     sl = slice(rank * el, (rank + 1) * el)
     ex = moe.experts
@@ -391,12 +405,19 @@ def _launch_dispatch(moe, z: torch.Tensor, link: Link):
 def _launch_combine(moe, recv: torch.Tensor, link: Link):
     """Run the local experts on what every rank sent and launch the combine."""
     w = dist.get_world_size()
-    local = local_experts(moe, dist.get_rank(), w)
+    local = local_experts(moe, dist.get_rank(), w, check=False)
     out = expert_ffn(gather_local(recv), *local, check=False)  # (E/W, W·C, D)
     return link.start(scatter_back(out, w))
 
 
-def ep_step(pair, x: torch.Tensor, link: Link = Link(), overlap: bool = True):
+def ep_step(
+    pair,
+    x: torch.Tensor,
+    link: Link = Link(),
+    overlap: bool = True,
+    *,
+    check: bool = True,
+):
     """One block pair (any variant) on this rank's tokens x (B, T, D), its MoE expert
     parallel over the process group; returns what ``pair(x)[0]`` returns.
 
@@ -405,14 +426,16 @@ def ep_step(pair, x: torch.Tensor, link: Link = Link(), overlap: bool = True):
     after block l's attention otherwise. ``overlap=True`` waits for each All-to-All only
     when its result is needed: ScMoE's dispatch is in flight during block l−1's MLP and
     block l's attention, the combine during the shared expert. ``overlap=False`` waits
-    at once (the sequential schedule of the same model; same numbers)."""
+    at once (the sequential schedule of the same model; same numbers). ``check=False``
+    skips the checks of the arguments (the timed schedules)."""
+    if check:
+        _check_step(pair, x, link)
     w = dist.get_world_size()
     if pair.moe.n_experts % w:
         raise ValueError(
             f"pair: expected a number of experts divisible by world size {w}, got "
             f"{pair.moe.n_experts}"
         )
-    check_tensor("x", x, ndim=3, floating=True)
     moe = pair.moe
     h_prev = pair.attn_prev(x)
     if pair.early_moe:  # ScMoE: the MoE input exists now
@@ -428,6 +451,44 @@ def ep_step(pair, x: torch.Tensor, link: Link = Link(), overlap: bool = True):
     s = pair.shared_branch(h_cur)  # in flight: the combine
     back = sent.wait().reshape(moe.n_experts, r.capacity, -1)
     return pair.join(h_cur, combine(back, r, check=False).view_as(x), s)
+
+
+def _check_step(pair, x, link) -> None:
+    """The arguments of :func:`ep_step`."""
+    from .model import BlockPair
+
+    check_instance("pair", pair, BlockPair)
+    d = pair.moe.router.in_features
+    check_tensor(
+        "x", x, shape=(None, None, d), floating=True, nonempty=True, finite=True
+    )
+    check_instance("link", link, Link)
+
+
+def _check_sizes(name: str, sizes, world_size: int) -> None:
+    """The block sizes :func:`_seeded_pair` and :func:`_rank_input` read (keys
+    :data:`_SIZE_KEYS`), for ``world_size`` ranks."""
+    if not isinstance(sizes, dict):
+        raise TypeError(
+            f"{name}: expected a dict with keys {_SIZE_KEYS}, got "
+            f"{type(sizes).__name__}"
+        )
+    missing = [k for k in _SIZE_KEYS if k not in sizes]
+    if missing:
+        raise ValueError(f"{name}: expected keys {_SIZE_KEYS}, missing {missing}")
+    for k in ("d_model", "n_head", "batch", "seq", "n_experts"):
+        check_int(f"{name}['{k}']", sizes[k], 1)
+    if sizes["n_experts"] % world_size:
+        raise ValueError(
+            f"{name}['n_experts']: expected a multiple of world_size={world_size}, "
+            f"got {sizes['n_experts']}"
+        )
+    if sizes["d_model"] % sizes["n_head"]:
+        raise ValueError(
+            f"{name}['d_model']: expected a multiple of "
+            f"{name}['n_head']={sizes['n_head']}, got {sizes['d_model']}"
+        )
+    check_positive(f"{name}['capacity_factor']", sizes["capacity_factor"])
 
 
 def _seeded_pair(variant: str, sizes: dict, seed: int, dev):
@@ -452,6 +513,7 @@ def step_check_worker(
     on one process, same weights, this rank's tokens; the largest differences."""
     if check_int("rank", rank, 0) >= check_int("world_size", world_size, 1):
         raise ValueError(f"rank: expected a rank below {world_size}, got {rank}")
+    _check_sizes("sizes", sizes, world_size)
     pair = _seeded_pair(variant, sizes, check_int("seed", seed, 0), dev)
     x = _rank_input(sizes, seed, rank, dev)
     with torch.no_grad():
@@ -565,6 +627,13 @@ def build_speed(rank: int, world_size: int, dev, spec: dict, seed: int) -> dict:
     """Building: the top-2 and the ScMoE block pair of ``seed`` (replicated weights,
     top-2 with as many experts), this rank's tokens, and the stage inputs the component
     timings need."""
+    world_size = check_int("world_size", world_size, 1)
+    if check_int("rank", rank, 0) >= world_size:
+        raise ValueError(
+            f"rank: expected a rank in [0, world_size={world_size}), got {rank}"
+        )
+    _check_spec(spec, world_size)
+    check_int("seed", seed, 0)
     pairs = {v: _seeded_pair(v, spec, seed + i, dev) for i, v in enumerate(_TIMED)}
     x = _rank_input(spec, seed, rank, dev)
     st = {"pairs": pairs, "x": x, "world_size": world_size, "rank": rank}
@@ -583,12 +652,28 @@ def build_speed(rank: int, world_size: int, dev, spec: dict, seed: int) -> dict:
 
 
 _TIMED = ("scmoe", "top2")
+#: the keys of :func:`build_speed`'s result
+_ST_KEYS = ("pairs", "x", "world_size", "rank", "h_prev", "h", "h_cur")
+_ST_KEYS += tuple(f"{a}{k}" for k in "12" for a in ("z", "r", "buf"))
+
+
+def _check_st(st) -> None:
+    """The stage inputs of :func:`build_speed`."""
+    if not isinstance(st, dict):
+        raise TypeError(
+            f"st: expected the dict of build_speed, got {type(st).__name__}"
+        )
+    missing = [k for k in _ST_KEYS if k not in st]
+    if missing:
+        raise ValueError(f"st: expected the keys of build_speed, missing {missing}")
 
 
 def time_components(st: dict, repeats: int, dev) -> dict:
     """Timing components: each stage of the block pair alone (ms; compute without a
     barrier, each All-to-All over the real transport from a barrier), maxima over
     ranks."""
+    _check_st(st)
+    check_int("repeats", repeats, 1)
     sync, done = _sync_fns(dev)
     p1, p2 = st["pairs"]["scmoe"], st["pairs"]["top2"]
     real = Link()
@@ -623,7 +708,7 @@ def time_components(st: dict, repeats: int, dev) -> dict:
 
 
 def _local(pair, st):
-    return local_experts(pair.moe, st["rank"], st["world_size"])
+    return local_experts(pair.moe, st["rank"], st["world_size"], check=False)
 
 
 #: the timed schedules: (pair, link kind, overlap); ``scmoe_seq_again`` is the
@@ -642,11 +727,18 @@ def time_schedules(st: dict, link: Link, repeats: int, dev) -> dict:
     interleaved in a rotating order (each schedule as often first as last), each from a
     barrier; per-rank medians in ms, maxima over ranks, plus the two All-to-Alls on
     that link alone."""
+    _check_st(st)
+    check_instance("link", link, Link)
+    check_int("repeats", repeats, 1)
     sync, done = _sync_fns(dev)
     fns = {
         k: (
             lambda p=p, lk=lk, o=o: ep_step(
-                st["pairs"][p], st["x"], Link(local=True) if lk == "local" else link, o
+                st["pairs"][p],
+                st["x"],
+                Link(local=True) if lk == "local" else link,
+                o,
+                check=False,
             )
         )
         for k, (p, lk, o) in SCHEDULE_RUNS.items()
@@ -769,6 +861,7 @@ def measure_cuda_streams(spec: dict, device, seed: int = 0) -> dict:
     if dev.type != "cuda":
         raise ValueError(f"device: expected a CUDA device, got {dev}")
     _check_spec(spec, 1)
+    check_int("seed", seed, 0)
     pair = _seeded_pair("scmoe", spec, seed, dev)
     x = _rank_input(spec, seed, 0, dev)
     side = torch.cuda.Stream(dev)
