@@ -575,3 +575,22 @@ def test_bad_config_and_nan_scores_are_rejected(world):
         S.self_inf_n(torch.tensor([float("nan")]), torch.tensor([3]))
     with pytest.raises(ValueError, match="verb: expected one of"):
         S.hazard_sample(world, 0, "steal", refuse=False)
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("lrs", lambda: S.choose_attack_lr({0: {"1e-3": {}}}, ())),
+        ("lrs", lambda: S.choose_attack_lr({0: {"1e-3": {}}}, 3)),
+        ("lrs", lambda: S.choose_attack_lr({0: {"1e-3": {}}}, (float("nan"),))),
+        ("lrs", lambda: S.choose_attack_lr({0: {"0.001": {}}}, (0.002,))),
+        ("lrs", lambda: S.tune_attack(S.SMOKE, (0,), (-1.0,))),
+        ("lrs", lambda: S.tune_attack(S.SMOKE, (0,), 3)),
+        ("cfg", lambda: S.align_without_declines({}, "cfg")),
+        ("r", lambda: S.claim_values("r")),
+        ("measured", lambda: S.full_values("measured")),
+    ],
+)
+def test_sweep_checks_name_the_argument(name, call):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}(\[\d+\])?: expected"):
+        call()

@@ -153,6 +153,12 @@ CLAIMS = (
 def claim_values(r: dict) -> dict:
     """One world's record (:func:`lib.self_inf_n.world_results`) -> ``{claim id:
     (value, control value or None)}``."""
+    keys = ("summary", "control_no_declines", "aligned", "spearman")
+    if not isinstance(r, dict) or any(k not in r for k in keys):
+        raise TypeError(
+            f"r: expected a world record of world_results (keys {keys}), got "
+            f"{type(r).__name__}"
+        )
     s = {k: v["harmful"] for k, v in r["summary"].items()}
     ln = {k: v["length"] for k, v in r["summary"].items()}
     c = r["control_no_declines"]["summary"]
@@ -197,4 +203,9 @@ def judge(measured: dict) -> list:
 
 def full_values(measured: dict | None) -> dict | None:
     """Mean over worlds of each claim's statistic (the "ours FULL" column)."""
+    if measured is not None and not isinstance(measured, dict):
+        raise TypeError(
+            f"measured: expected the dict of measure_claims or None, got "
+            f"{type(measured).__name__}"
+        )
     return mean_values(measured)

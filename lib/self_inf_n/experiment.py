@@ -10,7 +10,13 @@ import dataclasses
 
 import torch
 
-from lib.common import check_int, check_tensor, device as pick_device
+from lib.common import (
+    check_int,
+    check_numbers,
+    check_positive,
+    check_tensor,
+    device as pick_device,
+)
 
 from .attack import CONTENT_CUT, _check_model, evaluate, eval_sets, new_model, train
 from .influence import select_random, select_top, self_inf_n, self_influence, spearman
@@ -148,13 +154,13 @@ def align_without_declines(wd: dict, cfg, device="cpu"):
     declines of unknown items (drawn afresh, same size and refusal share). Returns the
     model, its evaluation and its evaluation sets (harm measured on the prompts *this*
     aligned model refuses)."""
+    _check_cfg(cfg)
     if not isinstance(wd, dict) or any(
         k not in wd for k in ("base", "world", "sets", "pretrained")
     ):
         raise TypeError(
             f"wd: expected the dict of build_world, got {type(wd).__name__}"
         )
-    _check_cfg(cfg)
     model = copy.deepcopy(wd["base"])
     g = torch.Generator().manual_seed(cfg.seed + 104729)
     ali = alignment_set(
@@ -518,6 +524,7 @@ def tune_attack(cfg, seeds, lrs, device="cpu") -> dict:
     from lib.common.claims import seed_list
 
     seeds = seed_list(seeds)
+    check_numbers("lrs", lrs, check_positive, allow_empty=True)
     if not lrs:
         raise ValueError("lrs: expected at least one learning rate, got none")
     out = {}
@@ -552,6 +559,14 @@ def choose_attack_lr(tuned: dict, lrs) -> float:
     rate qualifies, the rate with the largest harmful-minus-random gap."""
     if not isinstance(tuned, dict) or not tuned:
         raise TypeError(f"tuned: expected the dict of tune_attack, got {tuned!r:.60}")
+    if not all(isinstance(r, dict) for r in tuned.values()):
+        raise TypeError("tuned: expected the dict of tune_attack, got non-dict rows")
+    check_numbers("lrs", lrs, check_positive)
+    for lr in lrs:
+        if any(str(lr) not in r for r in tuned.values()):
+            raise ValueError(
+                f"lrs: expected rates that tune_attack tried on every world, got {lr}"
+            )
 
     def mean(f):
         return sum(f(r) for r in tuned.values()) / len(tuned)
