@@ -1,6 +1,11 @@
 """Our ℓ-ECT against the PyPI package ``ect`` (exact, numba), on the same ego graphs
 and directions. The exact forms must agree exactly (checked before timing).
 
+The package's kernels are numba-parallel (``prange``) and use every core by default;
+on a shared machine that measured its thread contention more than its code, so both
+sides run on one thread: ``NUMBA_NUM_THREADS=1`` is set before numba is imported (and
+``numba.set_num_threads(1)`` after), and torch uses one thread.
+
 What is timed (one thread, median of ``repeats`` runs after a warm-up): the exact
 ``edges`` ECT images, 64 directions × 64 thresholds, unnormalised, of the k-hop ego
 graphs of all 1000 nodes of a cSBM graph (k = 1, 2). Two comparisons per k:
@@ -17,11 +22,15 @@ graphs of all 1000 nodes of a cSBM graph (k = 1, 2). Two comparisons per k:
 
 from __future__ import annotations
 
-import pathlib
+import os
+
+os.environ["NUMBA_NUM_THREADS"] = "1"  # before numba (imported by ect) is loaded
+
+import pathlib  # noqa: E402
 import sys
 
-import numpy as np
-import torch
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -70,7 +79,9 @@ def main(
     num_egos: int = 1000, num_dirs: int = 64, num_thresh: int = 64, repeats: int = 5
 ) -> list[dict]:
     import ect as ect_pkg
+    import numba
 
+    numba.set_num_threads(1)
     torch.set_num_threads(1)
     rows = []
     for k in (1, 2):
@@ -135,7 +146,9 @@ if __name__ == "__main__":
         json.dumps(
             {
                 "what": "exact edges ECT, 64x64, of the k-hop ego graphs of all 1000 "
-                "nodes of a cSBM graph; one thread; median of 5 runs",
+                "nodes of a cSBM graph; one thread for torch and for the package's "
+                "numba kernels (NUMBA_NUM_THREADS=1); median of 5 runs",
+                "numba_threads": __import__("numba").get_num_threads(),
                 "machine": platform.processor() or platform.machine(),
                 "torch": torch.__version__,
                 "rows": rows,
