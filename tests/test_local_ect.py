@@ -294,6 +294,46 @@ def test_rotation_control_with_random_directions_fails():
     assert float(r["error"].max()) > 5 * r["bound"]
 
 
+def test_nearest_share_counts_the_nearest_grid_shift():
+    K = 8
+    step = 2 * math.pi / K
+    alpha = torch.tensor([0.1, 0.45, 0.55, 2 * math.pi - 0.1], dtype=torch.float64)
+    alpha = alpha * torch.tensor([1.0, step, step, 1.0], dtype=torch.float64)
+    alpha[3] = 2 * math.pi - 0.1  # nearest grid angle 0 (wraps around)
+    est = torch.tensor([0.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    # 0.1 rad -> 0 (nearest); 0.45 step -> 0 (nearest); 0.55 step -> 0 (farther);
+    # 2π − 0.1 -> 0 (nearest, across the wrap)
+    share = le.claims._nearest_share({"alpha": alpha, "estimate": est}, K)
+    assert share == 0.75
+    # the nearest share agrees with the π/K bound on a real run
+    cfg = dataclasses.replace(le.SMOKE, rot_trials=40, rot_points=100)
+    r = le.rotation_trials(cfg, "cpu", seed=3, scale=None)
+    within = float((r["error"] <= r["bound"]).double().mean())
+    assert le.claims._nearest_share(r, cfg.rot_directions) == within
+
+
+def test_distance_histogram_of_rings():
+    from lib.local_ect.experiment import _distance_histogram
+
+    # node 0 joined to four leaves on a circle of radius 0.5 about (0.2, 0): with
+    # itself at the mean, its 1-hop ego graph is one point at distance 0 and four at
+    # 0.5
+    leaves = torch.tensor([[0.5, 0.0], [0.0, 0.5], [-0.5, 0.0], [0.0, -0.5]])
+    x = torch.cat([torch.zeros(1, 2), leaves]) + torch.tensor([0.2, 0.0])
+    ei = torch.tensor([[0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 0, 0, 0, 0]])
+    g = le.Graph(x, ei, torch.tensor([0, -1, -1, -1, -1]), torch.tensor([0]))
+    h = _distance_histogram(g, torch.tensor([0]), bins=4)
+    assert torch.allclose(h, torch.tensor([[0.2, 0.0, 0.8, 0.0]]))
+    assert torch.allclose(h.sum(1), torch.ones(1))
+    acc = le.shape_seed(
+        dataclasses.replace(le.SMOKE, num_centres=40, gbdt_iter=5),
+        0,
+        "cpu",
+        methods=(le.HAND_MADE,),
+    )
+    assert set(acc) == {le.HAND_MADE} and 0.0 <= acc[le.HAND_MADE] <= 1.0
+
+
 def test_rotation_distance_any_dimension_finds_identity():
     x = torch.randn(30, 3, generator=_gen(1), dtype=torch.float64) * 0.3
     q, _ = torch.linalg.qr(torch.randn(3, 3, generator=_gen(2), dtype=torch.float64))
@@ -434,6 +474,8 @@ def test_claims_measure_and_judge_at_a_tiny_size():
     )
     runs = le.run_seeds(tiny, (0, 1), "cpu", homophily=(0.1, 0.9))
     assert set(runs[0]["csbm"]) == {"0.1", "0.9"}
+    assert {"smooth", "paper", "exact", "paper_control"} <= set(runs[0]["rotation"])
+    assert all(0 <= runs[0]["rotation"][f] <= 1 for f in ("smooth", "paper", "exact"))
     measured = le.claims_from_runs(runs)
     tested = {c.id for c in le.CLAIMS if c.rule is not None}
     assert set(measured) == tested

@@ -58,6 +58,7 @@ from .ect import (
 )
 from .experiment import (
     BASELINES,
+    HAND_MADE,
     METHODS,
     PAPER_GNNS,
     csbm_seed,
@@ -220,6 +221,7 @@ __all__ = [
     "shape_seed",
     "csbm_seed",
     "BASELINES",
+    "HAND_MADE",
     "PAPER_GNNS",
     "GNN_KINDS",
     "GIN",

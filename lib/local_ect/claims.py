@@ -8,35 +8,59 @@ rotations; every method runs on the same graphs and splits, so comparisons are p
 Claims and their controls:
 
 - ``shape``: on the moment-matched shape classes, GBDT on the ℓ-ECT beats the best of
-  eight baselines (GBDT on x, on x + means, on x + mean/std, on x + moments up to order
-  4, GCN, GAT, GIN, H2GCN) by ≥ 0.10 accuracy. Control: the same ℓ-ECT pipeline on the
-  graph with the satellites' features permuted across all satellites, so that a
-  centre's neighbourhood no longer carries its class.
+  the four moment aggregators and the paper's four GNNs (GBDT on x, on x + means, on x +
+  mean/std, on x + moments up to order 4, GCN, GAT, GIN, H2GCN) by ≥ 0.10 accuracy.
+  The moment aggregators see inputs that are equal in the two classes by design, so
+  this is a test of the paper's argument against aggregation, not of the ℓ-ECT against
+  every feature one could hand-make. Control: the same ℓ-ECT pipeline on the graph with
+  the satellites' features permuted across all satellites, so that a centre's
+  neighbourhood no longer carries its class.
+- ``shape-hist``: the ℓ-ECT is at least as accurate as GBDT on x and a 16-bin histogram
+  of the 1-hop neighbours' distances to their mean, a feature made for this task (it
+  knows the classes are rings about a common point). Added after an outside referee
+  measured 0.99–1.00 with it against 0.76–0.86 for the ℓ-ECT; on the tuning seeds 0 and
+  1 it reached 0.96 and 0.99 against the ℓ-ECT's 0.71 and 0.78, so it is expected not
+  reproduced.
+  Control: as for ``shape``.
 - ``heterophily``, ``heterophily-gnn``: on the two-class cSBM at edge homophily 0.1 the
   ℓ-ECT is at least as accurate as the best baseline (all eight; only the paper's four
-  GNNs). Control: GBDT on x alone in place of the ℓ-ECT features.
-- ``rotation``, ``rotation-exact``: over ``cfg.rot_trials`` random angles the recovered
-  angle is within π/K of the true one (statistic: max error / (π/K) ≤ 1), for the
-  smoothed (scale 20) and the exact ECT. Control: K random directions instead of K
-  evenly spaced ones (a cyclic shift of the direction axis is then no rotation).
+  GNNs). Control: GBDT on x alone in place of the ℓ-ECT features. The two rows coincide
+  whenever a GNN is the strongest baseline (H2GCN, on every seed so far).
+- ``rotation``, ``rotation-500``, ``rotation-exact``: over ``cfg.rot_trials`` random
+  angles the best cyclic shift is the grid shift nearest to the true angle (so the
+  error is within π/K) on every angle: statistic, the share of angles where the
+  nearest shift wins; rule, share ≥ 1 (all angles). Forms: the sigmoid ECT at scale 20,
+  at the paper's scale 500, and the exact ECT. Control: K random directions instead of
+  K evenly spaced ones (a cyclic shift of the direction axis is then no rotation); it
+  is a sanity check of the pipeline rather than a test of the method's key ingredient.
 
 How the settings were chosen. The rules were written before any run on the notebook or
 held-out seeds: a 0.10 margin (a gain the paper's theory predicts to be large; its
 tables' gains over GNNs are 0.05–0.3 on the heterophilous sets), "at least as accurate"
-for heterophily (the paper's wording: better than the GNNs there), and the π/K bound of
-a nearest-grid-angle estimate. The shape task's parameters (18 satellites on 2 or 3
-rings, shift 0.1, leaf satellites) and the GNN width (64, the official code's) were set
-on :data:`TUNING_SEEDS` 0–1; at shift 0.01 the ℓ-ECT reached 1.0 there and every
-baseline stayed at chance, so the harder shift 0.1 was kept. GNN epochs (100) and the
-sizes are fixed by the CPU budget, not by results.
+for heterophily and for the hand-made feature (the paper's wording: better than the
+GNNs there), and the π/K bound of a nearest-grid-angle estimate, on every angle. The
+shape task's parameters (18 satellites on 2 or 3 rings, shift 0.1, leaf satellites)
+and the GNN width (64, the official code's) were set on :data:`TUNING_SEEDS` 0–1; at
+shift 0.01 the ℓ-ECT reached 1.0 there and every baseline stayed at chance, so the
+harder shift 0.1 was kept. GNN epochs (100) and the sizes are fixed by the CPU budget,
+not by results.
 
-One expectation changed after the first ``make claims``: ``rotation`` was recorded as
-reproduced (tuning seeds: 0.999 and 0.996); on the notebook seeds every value held
-(0.999, 1.000, 0.998) but the 95 % interval crossed the bound, which the book's rule
-calls partly reproduced, so it is recorded as such (held-out: 8/8 seeds within).
+The rotation scale 20 is not the paper's: the chapter's first commit set it without a
+record of why, after the exact form had exceeded the bound, so it is a choice made
+after seeing a failure. ``rotation-500`` therefore tests the paper's scale with the
+same rule. The first version judged the maximum error over the angles, in units of
+π/K, against ≤ 1; that statistic sits on the bound by construction (the largest
+sawtooth error over 500 angles is 1 − O(1/500)), so its interval crossed 1 whatever the
+method did. After the referee's report it was replaced by the share of angles where
+the nearest shift wins, with the same strictness (every angle), and the expectations
+were set from the tuning seeds before re-running: shares 1.000 and 1.000 at scale 20
+(reproduced), 1.000 and 0.988 at scale 500, 1.000 and 0.984 exact (the rule fails on
+the mean: not reproduced).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -47,6 +71,7 @@ from .data import Graph
 from .ect import random_directions, thresholds
 from .experiment import (
     BASELINES,
+    HAND_MADE,
     METHODS,
     PAPER_GNNS,
     _check_cfg,
@@ -81,13 +106,26 @@ HETEROPHILY = "0.1"
 CLAIMS = (
     Claim(
         "shape",
-        "the ℓ-ECT keeps neighbourhood shape that aggregators and GNNs lose",
+        "the ℓ-ECT keeps neighbourhood shape that moment aggregators and the paper's "
+        "GNNs lose",
         paper="ℓ-ECT lossless (ECT invertible); mean aggregation is not",
         where="abstract; §3 (theory)",
-        statistic="accuracy: ℓ-ECT − best of 8 baselines, shape classes with equal "
-        "moments ≤ 5",
+        statistic="accuracy: ℓ-ECT − best of 4 moment aggregators and 4 GNNs, shape "
+        "classes with equal moments ≤ 5",
         rule=Rule.at_least(0.10),
         control="satellites' features permuted across centres",
+        fmt=".3f",
+    ),
+    Claim(
+        "shape-hist",
+        "the ℓ-ECT is at least as accurate as a hand-made feature for the same task",
+        paper="ℓ-ECT lossless (ECT invertible)",
+        where="abstract; §3 (theory)",
+        statistic="accuracy: ℓ-ECT − GBDT on x + 16-bin histogram of 1-hop distances "
+        "to their mean, shape classes",
+        rule=Rule.at_least(0.0),
+        control="satellites' features permuted across centres",
+        expect="not reproduced",
         fmt=".3f",
     ),
     Claim(
@@ -118,10 +156,22 @@ CLAIMS = (
         "the best cyclic shift of the smoothed ECT recovers a rotation within π/K",
         paper="d(G, H) = min_R ‖ECT(G) − ECT(RH)‖ aligns embedded data",
         where="§ rotation-invariant metric",
-        statistic="max |α̂ − α| / (π/K) over 500 angles, K = 64, scale 20",
-        rule=Rule.at_most(1.0),
+        statistic="share of 500 angles where the nearest grid shift wins, K = 64, "
+        "scale 20 (the chapter's choice, not the paper's)",
+        rule=Rule.at_least(1.0),
         control="K random directions instead of evenly spaced ones",
-        expect="partly reproduced",
+        fmt=".3f",
+    ),
+    Claim(
+        "rotation-500",
+        "the same at the paper's sigmoid scale 500",
+        paper="d(G, H) = min_R ‖ECT(G) − ECT(RH)‖ aligns embedded data",
+        where="§ rotation-invariant metric; scale 500 in the official code",
+        statistic="share of 500 angles where the nearest grid shift wins, K = 64, "
+        "scale 500",
+        rule=Rule.at_least(1.0),
+        control="K random directions instead of evenly spaced ones",
+        expect="not reproduced",
         fmt=".3f",
     ),
     Claim(
@@ -129,8 +179,9 @@ CLAIMS = (
         "the same with the exact (integer) ECT",
         paper="d(G, H) = min_R ‖ECT(G) − ECT(RH)‖ aligns embedded data",
         where="§ rotation-invariant metric",
-        statistic="max |α̂ − α| / (π/K) over 500 angles, K = 64, exact ECT",
-        rule=Rule.at_most(1.0),
+        statistic="share of 500 angles where the nearest grid shift wins, K = 64, "
+        "exact ECT",
+        rule=Rule.at_least(1.0),
         control="K random directions instead of evenly spaced ones",
         expect="not reproduced",
         fmt=".3f",
@@ -143,6 +194,19 @@ CLAIMS = (
         expect="not tested here",
     ),
 )
+
+#: the rotation claims' ECT forms: (key, sigmoid scale; -1: cfg.rot_scale, "paper":
+#: cfg.scale, None: exact)
+_ROT_FORMS = (("smooth", -1.0), ("paper", "paper"), ("exact", None))
+
+
+def _nearest_share(r: dict, K: int) -> float:
+    """Share of the angles of :func:`rotation_trials` whose recovered grid shift is the
+    nearest one to the true angle (then, and only then, the error is at most π/K)."""
+    step = 2 * math.pi / K
+    near = torch.round(r["alpha"] / step).long() % K
+    chosen = torch.round(r["estimate"] / step).long() % K
+    return float((near == chosen).double().mean())
 
 
 def shuffled_satellites(graph: Graph, seed: int) -> Graph:
@@ -193,7 +257,10 @@ def _lect_accuracy(graph: Graph, cfg, device, seed: int) -> float:
 def run_seeds(cfg, seeds, device="cpu", homophily=None) -> dict:
     """Everything the claims and the chapter's tables need, seed by seed: ``{seed:
     {"shape": {method: acc}, "shape_control": acc, "csbm": {h: {method: acc,
-    "edge_homophily": h_measured}}, "rotation": {form: max error / (π/K), ...}}}``.
+    "edge_homophily": h_measured}}, "rotation": {form: share of angles where the nearest
+    shift wins, form_max: max error / (π/K), form_within: share within π/K,
+    form_control: the share with random directions}}}`` for the forms ``smooth``
+    (``cfg.rot_scale``), ``paper`` (``cfg.scale``) and ``exact``.
     ``homophily``: the cSBM levels (default ``cfg.homophily``; the claims need only
     :data:`HETEROPHILY`)."""
     from lib.common import check_numbers, check_probability
@@ -214,14 +281,18 @@ def run_seeds(cfg, seeds, device="cpu", homophily=None) -> dict:
         ctrl = _lect_accuracy(shuffled_satellites(graph, s), cfg, device, s)
         csbm = {f"{h:g}": csbm_seed(cfg, h, s, device) for h in levels}
         rot = {}
-        for form, scale in (("smooth", -1.0), ("exact", None)):
+        for form, scale in _ROT_FORMS:
+            scale = cfg.scale if scale == "paper" else scale
             for dirs in ("circle", "random"):
                 r = rotation_trials(cfg, device, s, scale, directions=dirs)
-                key = form if dirs == "circle" else f"{form}_control"
-                rot[key] = float(r["error"].max() / r["bound"])
-                if dirs == "circle":
-                    within = (r["error"] <= r["bound"]).double().mean()
-                    rot[f"{form}_within"] = float(within)
+                share = _nearest_share(r, cfg.rot_directions)
+                if dirs == "random":
+                    rot[f"{form}_control"] = share
+                    continue
+                rot[form] = share
+                rot[f"{form}_max"] = float(r["error"].max() / r["bound"])
+                within = (r["error"] <= r["bound"]).double().mean()
+                rot[f"{form}_within"] = float(within)
         out[s] = {"shape": shape, "shape_control": ctrl, "csbm": csbm, "rotation": rot}
     return out
 
@@ -241,6 +312,8 @@ def claims_from_runs(runs: dict) -> dict:
         sh = r["shape"]
         out["shape"]["values"][s] = _gap(sh, BASELINES)
         out["shape"]["control"][s] = r["shape_control"] - max(sh[m] for m in BASELINES)
+        out["shape-hist"]["values"][s] = sh["lect"] - sh[HAND_MADE]
+        out["shape-hist"]["control"][s] = r["shape_control"] - sh[HAND_MADE]
         low = r["csbm"][HETEROPHILY]
         for cid, against in (
             ("heterophily", BASELINES),
@@ -248,7 +321,11 @@ def claims_from_runs(runs: dict) -> dict:
         ):
             out[cid]["values"][s] = _gap(low, against)
             out[cid]["control"][s] = _gap(low, against, key="gbdt_x")
-        for cid, form in (("rotation", "smooth"), ("rotation-exact", "exact")):
+        for cid, form in (
+            ("rotation", "smooth"),
+            ("rotation-500", "paper"),
+            ("rotation-exact", "exact"),
+        ):
             out[cid]["values"][s] = r["rotation"][form]
             out[cid]["control"][s] = r["rotation"][f"{form}_control"]
     return out
