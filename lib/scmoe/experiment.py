@@ -77,8 +77,8 @@ def n_experts_for(variant: str, cfg) -> int:
 
 
 def train_variant(variant: str, cfg, data: dict, seed: int, device) -> dict:
-    """Train one variant from ``seed`` and return its validation bits per character and
-    more."""
+    """Train one variant from ``seed`` and return its validation bits per character,
+    its training losses (nats per character, one per step) and its parameter counts."""
     if variant not in _VARIANTS:
         raise ValueError(f"variant: expected one of {_VARIANTS}, got {variant!r}")
     _check_cfg(cfg)
@@ -115,6 +115,7 @@ def train_variant(variant: str, cfg, data: dict, seed: int, device) -> dict:
     return {
         "bpc": bpc,
         "final_train_loss": float(np.mean(losses[-20:])),
+        "train_losses": [float(v) for v in losses],  # nats per character, per step
         "active_ffn_params": active_ffn_params(model),
         "params": sum(p.numel() for p in model.parameters()),
     }

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import os
 import queue
+import random
 import socket
 import statistics
 import time
@@ -184,13 +185,21 @@ class Link:
 
     def start(self, send: torch.Tensor) -> "Transfer":
         """Launch ``all_to_all_single`` of ``send`` (W, ...) asynchronously; dim 0 chunk
-        j goes to rank j."""
+        j goes to rank j.
+
+        With ``copies > 1`` the transfer reads a send buffer of shape (W, copies, ...)
+        that is allocated once per shape and reused: only copy 0 is written (the real
+        data, the same bytes a single-copy transfer packs), the other copies are bytes
+        already in place. Building the 8-fold buffer is therefore not timed as
+        communication."""
         send = send.contiguous()
         if self.local:
             return Transfer(send, None, 0.0, 0.0)
         if self.copies > 1:  # (W, ...) -> (W, copies, ...): chunk j still goes to j
             shape = (send.shape[0], self.copies, *send.shape[1:])
-            send = send.unsqueeze(1).expand(shape).contiguous()
+            big = _send_buffer(shape, send.dtype, send.device)
+            big[:, 0].copy_(send)
+            send = big
         recv = torch.empty_like(send)
         t0 = time.perf_counter()
         work = dist.all_to_all_single(recv, send, async_op=True)
@@ -199,6 +208,20 @@ class Link:
             w = send.shape[0]
             target = send.numel() * send.element_size() * (w - 1) / w / self.bandwidth
         return Transfer(recv, work, t0, target, copies=self.copies > 1)
+
+
+#: the reused send buffers of multi-copy transfers, by (shape, dtype, device); a
+#: transfer is always waited for before the next one of the same shape is launched
+_SEND_BUFFERS: dict = {}
+
+
+def _send_buffer(shape: tuple, dtype, device) -> torch.Tensor:
+    """The send buffer of a multi-copy transfer of this shape (allocated and filled
+    with zeros the first time only)."""
+    key = (tuple(shape), dtype, str(device))
+    if key not in _SEND_BUFFERS:
+        _SEND_BUFFERS[key] = torch.zeros(shape, dtype=dtype, device=device)
+    return _SEND_BUFFERS[key]
 
 
 @dataclass
@@ -722,14 +745,23 @@ SCHEDULE_RUNS = {
 }
 
 
-def time_schedules(st: dict, link: Link, repeats: int, dev) -> dict:
-    """Timing schedules: every entry of :data:`SCHEDULE_RUNS` on ``link``, repeats
-    interleaved in a rotating order (each schedule as often first as last), each from a
-    barrier; per-rank medians in ms, maxima over ranks, plus the two All-to-Alls on
-    that link alone."""
+def time_schedules(
+    st: dict, link: Link, repeats: int, dev, *, order_seed: int = 0
+) -> dict:
+    """Timing schedules: every entry of :data:`SCHEDULE_RUNS` on ``link`` and the two
+    All-to-Alls on that link alone, each from a barrier; per-rank medians in ms, maxima
+    over ranks, and the paired statistics of :func:`_paired` (means over ranks).
+
+    Every repeat runs each of them once, in a fresh random order drawn from
+    ``random.Random(order_seed)`` (the same order on every rank, since every rank
+    passes the same seed). A fixed order would give every schedule the same
+    predecessor in every repeat, and what a step leaves behind (caches, the allocator,
+    the other rank still finishing) then biases the differences the statistics take;
+    a random order turns that bias into noise shared by all schedules."""
     _check_st(st)
     check_instance("link", link, Link)
     check_int("repeats", repeats, 1)
+    rng = random.Random(check_int("order_seed", order_seed, 0))
     sync, done = _sync_fns(dev)
     fns = {
         k: (
@@ -750,8 +782,10 @@ def time_schedules(st: dict, link: Link, repeats: int, dev) -> dict:
     with torch.no_grad():
         for f in fns.values():
             f()  # warm-up
-        for i in range(repeats):
-            for k in names[i % len(names) :] + names[: i % len(names)]:
+        for _ in range(repeats):
+            order = list(names)
+            rng.shuffle(order)
+            for k in order:
                 sync()
                 t0 = time.perf_counter()
                 fns[k]()
@@ -782,6 +816,20 @@ def _paired(times: dict) -> dict:
         "top2_over_overlap": float((t["top2"] / t["scmoe_overlap"]).median()),
         "top2_over_seq": float((t["top2"] / seq).median()),
         "seq_over_overlap": float((seq / t["scmoe_overlap"]).median()),
+    }
+
+
+def _flop_top2(t: dict, comp: dict) -> dict:
+    """Top-2 at FLOP-proportional expert cost: its step time less what its experts
+    take beyond twice top-1's (timed alone; top-2 computes twice the slots, but on this
+    CPU the larger buffers run slower per FLOP), over the overlapped and the
+    sequential ScMoE step (medians, maxima over ranks)."""
+    excess = max(comp["expert2"] - 2 * comp["expert1"], 0.0)
+    top2 = t["top2"] - excess
+    return {
+        "top2_excess_ms": excess,
+        "top2_flop_over_overlap": top2 / t["scmoe_overlap"],
+        "top2_flop_over_seq": top2 / t["scmoe_seq"],
     }
 
 
@@ -816,15 +864,17 @@ def speed_worker(rank: int, world_size: int, dev, spec: dict) -> list:
             diff = (ep_step(sc, st["x"], Link(), True) - sc(st["x"])[0]).abs().max()
         bytes1 = st["buf1"].numel() * st["buf1"].element_size()
         bytes1 *= (world_size - 1) / world_size
-        runs = []
-        for c in spec["copies"]:  # the real transport, c copies of each buffer
-            t = time_schedules(st, Link(copies=c), spec["repeats"], dev)
-            runs.append({"rho": None, "copies": c, **t})
+        links = [(None, c, Link(copies=c)) for c in spec["copies"]]  # real transport
         for rho in spec["rhos"]:  # emulate: 2 a2a / (2 a2a + experts) = rho
             t_a = rho * comp["expert1"] / 1e3 / (2 * (1 - rho))  # one way, s
-            link = Link(bytes1 / max(t_a, 1e-9))
-            t = time_schedules(st, link, spec["repeats"], dev)
-            runs.append({"rho": rho, "copies": 1, **t})
+            links.append((rho, 1, Link(bytes1 / max(t_a, 1e-9))))
+        runs = []
+        for i, (rho, c, link) in enumerate(links):
+            t = time_schedules(
+                st, link, spec["repeats"], dev, order_seed=1000 * seed + i
+            )
+            t["paired"] |= _flop_top2(t, comp)
+            runs.append({"rho": rho, "copies": c, **t})
         out.append(
             {
                 "seed": seed,
@@ -852,11 +902,17 @@ def measure_speed(spec: dict, world_size: int = 2, timeout_s: float = 240.0) -> 
 
 def measure_cuda_streams(spec: dict, device, seed: int = 0) -> dict:
     """On one CUDA device: ScMoE's block pair with its two All-to-Alls replaced by real
-    device→host→device copies of the dispatched buffer (pinned memory, the copy engine
-    over PCIe), issued on a side stream. ``sequential`` waits for each copy at once;
-    ``overlap`` waits where :func:`ep_step` does. Returns median ms of both and of the
-    copies alone, timed with CUDA events. This measures the GPU overlapping a busy copy
-    engine with kernels; it does not measure a network."""
+    device→host→device copies of the dispatched buffer and of the experts' output
+    (pinned memory, the copy engine over PCIe), issued on a side stream.
+    ``sequential`` waits for each copy at once; ``overlap`` waits where :func:`ep_step`
+    does; ``copies`` runs the two copy rounds alone (no compute). The pinned host
+    buffers are allocated once, before any timing; tensors the side stream reads or
+    writes are marked with ``record_stream``. Every repeat runs the three in a fresh
+    random order (``random.Random(seed)``), each timed with CUDA events from a
+    synchronised device. Returns the median ms of each, the hidden share
+    (sequential − overlap) / copies, and the overlapped step's largest difference from
+    ``pair(x)``. This measures the GPU overlapping a busy copy engine with kernels; it
+    does not measure a network."""
     dev = torch.device(device)
     if dev.type != "cuda":
         raise ValueError(f"device: expected a CUDA device, got {dev}")
@@ -866,53 +922,75 @@ def measure_cuda_streams(spec: dict, device, seed: int = 0) -> dict:
     x = _rank_input(spec, seed, 0, dev)
     side = torch.cuda.Stream(dev)
     moe = pair.moe
+    with torch.no_grad():  # the buffers' shape, to allocate pinned memory once
+        flat = pair.moe_input(pair.attn_prev(x)).reshape(-1, x.shape[-1])
+        r0 = route(moe.router(flat), 1, moe.capacity_factor, check=False)
+        shape = dispatch(flat, r0, moe.n_experts, check=False).shape
+    hosts = [torch.empty(shape, dtype=x.dtype, pin_memory=True) for _ in range(2)]
+    torch.cuda.synchronize(dev)
 
     def copy_round(buf, host):  # out and back on the side stream
-        side.wait_stream(torch.cuda.current_stream(dev))
+        main = torch.cuda.current_stream(dev)
+        back = torch.empty_like(buf)  # allocated on the compute stream
+        side.wait_stream(main)
         with torch.cuda.stream(side):
             host.copy_(buf, non_blocking=True)
-            back = torch.empty_like(buf)
             back.copy_(host, non_blocking=True)
+        buf.record_stream(side)
+        back.record_stream(side)
         ev = torch.cuda.Event()
         ev.record(side)
         return back, ev
 
     def step(overlap: bool):
+        main = torch.cuda.current_stream(dev)
         h_prev = pair.attn_prev(x)
         flat = pair.moe_input(h_prev).reshape(-1, x.shape[-1])
         r = route(moe.router(flat), 1, moe.capacity_factor, check=False)
         buf = dispatch(flat, r, moe.n_experts, check=False)
-        host = torch.empty(buf.shape, dtype=buf.dtype, pin_memory=True)
-        recv, ev = copy_round(buf, host)
+        recv, ev = copy_round(buf, hosts[0])
         if not overlap:
-            torch.cuda.current_stream(dev).wait_event(ev)
+            main.wait_event(ev)
         h_cur = pair.attn_cur(pair.mlp_prev(h_prev))
-        torch.cuda.current_stream(dev).wait_event(ev)
+        main.wait_event(ev)
         out = moe.experts(recv)
-        back, ev = copy_round(out, host)
+        back, ev = copy_round(out, hosts[1])
         if not overlap:
-            torch.cuda.current_stream(dev).wait_event(ev)
+            main.wait_event(ev)
         s = pair.shared_branch(h_cur)
-        torch.cuda.current_stream(dev).wait_event(ev)
+        main.wait_event(ev)
         return pair.join(h_cur, combine(back, r, check=False).view_as(x), s)
 
-    def timed(fn, reps):
-        ts = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize(dev)
-            ts.append(a.elapsed_time(b))
-        return statistics.median(ts)
+    bufs = [torch.randn(shape, device=dev) for _ in range(2)]
 
+    def copies_alone():
+        main = torch.cuda.current_stream(dev)
+        for b, h in zip(bufs, hosts):
+            _, ev = copy_round(b, h)
+            main.wait_event(ev)
+
+    fns = {
+        "sequential": lambda: step(False),
+        "overlap": lambda: step(True),
+        "copies": copies_alone,
+    }
+    rng = random.Random(seed)
+    times = {k: [] for k in fns}
     with torch.no_grad():
         diff = float((step(True) - pair(x)[0]).abs().max())
-        step(False)
-        reps = spec["repeats"]
-        return {
-            "sequential_ms": timed(lambda: step(False), reps),
-            "overlap_ms": timed(lambda: step(True), reps),
-            "overlap_vs_forward": diff,
-        }
+        for f in fns.values():
+            f()  # warm-up
+        for _ in range(spec["repeats"]):
+            order = list(fns)
+            rng.shuffle(order)
+            for k in order:
+                torch.cuda.synchronize(dev)
+                a, b = torch.cuda.Event(True), torch.cuda.Event(True)
+                a.record()
+                fns[k]()
+                b.record()
+                torch.cuda.synchronize(dev)
+                times[k].append(a.elapsed_time(b))
+    ms = {f"{k}_ms": statistics.median(v) for k, v in times.items()}
+    hidden = (ms["sequential_ms"] - ms["overlap_ms"]) / max(ms["copies_ms"], 1e-9)
+    return {**ms, "hidden": hidden, "overlap_vs_forward": diff}
