@@ -447,10 +447,43 @@ def test_solve_shaping_starts_from_init():
     p_id = p_id / p_id.sum()
     p_ood = p_id.flip(0)
     g0 = torch.sqrt(grid.knots * grid.knots[-1])
-    g, _ = O.solve_shaping(p_id, p_ood, grid, steps=1, lr=1e-12, smooth=0.0, init=g0)
+    kw = dict(steps=1, lr=1e-12, smooth=0.0)
+    g, _ = O.solve_shaping(p_id, p_ood, grid, init=g0, scale="unconstrained", **kw)
     assert torch.allclose(g, g0, rtol=1e-6, atol=1e-9)
-    g, _ = O.solve_shaping(p_id, p_ood, grid, steps=1, lr=1e-12, smooth=0.0)
-    assert torch.allclose(g, grid.knots, rtol=1e-6, atol=1e-9)
+    # with the scale fixed, the start is g0 rescaled to E_ID[g²] = E_ID[X²]
+    g, _ = O.solve_shaping(p_id, p_ood, grid, init=g0, **kw)
+    c = float((p_id @ grid.knots**2 / (p_id @ g0**2)).sqrt())
+    assert torch.allclose(g, c * g0, rtol=1e-6, atol=1e-9) and abs(c - 1) > 0.05
+    for scale in O.SCALES:
+        g, _ = O.solve_shaping(p_id, p_ood, grid, scale=scale, **kw)
+        assert torch.allclose(g, grid.knots, rtol=1e-6, atol=1e-9)
+
+
+def test_fixed_scale_prevents_the_collapse():
+    """At a large β the unconstrained flow lowers L by shrinking g below the channel
+    noise (every term of eq. 2 tends to 0 with g/σ); with the scale fixed the second
+    moment stays E_ID[X²] at every step and g keeps a range far above σ."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.relu(torch.randn(20000, generator=g, dtype=torch.float64))
+    grid = O.make_grid(3.0, 24)
+    p_id = O.histogram(x, grid)
+    p_ood = O.histogram(O.ood_law_samples(x, "weaker+tail", 1.0, generator=g), grid)
+    kw = dict(beta=2.0, sigma=0.05, steps=150)
+    g_un, h_un = O.solve_shaping(p_id, p_ood, grid, scale="unconstrained", **kw)
+    g_fx, h_fx = O.solve_shaping(p_id, p_ood, grid, **kw)
+    sigma_x = 0.05 * 3.0  # σ in units of x
+    assert float(g_un.max() - g_un.min()) < sigma_x  # collapsed below the noise
+    assert abs(h_un[-1]) < 0.05 < h_un[0]  # L → 0, the value of a constant g
+    assert float(g_fx.max() - g_fx.min()) > 5 * sigma_x
+    assert float(p_id @ g_fx**2) == pytest.approx(float(p_id @ grid.knots**2))
+    assert h_fx[-1] < h_fx[0]
+    with pytest.raises(ValueError, match="scale: expected one of"):
+        O.solve_shaping(p_id, p_ood, grid, scale="free")
+    with pytest.raises(TypeError, match="scale: expected one of"):
+        O.solve_shaping(p_id, p_ood, grid, scale=1.0)
+    assert O.SMOKE.g_scale == "fixed"
+    with pytest.raises(ValueError, match="g_scale: expected one of"):
+        O.Config(g_scale="free")
 
 
 # --- validation sets, the selection procedure, the free family, the claims -----------

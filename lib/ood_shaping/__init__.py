@@ -17,8 +17,9 @@ ours):
     L[p(z|x)] = −KL(p(Z|ID) ‖ p(Z|OOD)) + β [ I(X; Z) − γ I(Z; Y) ],
         Z | x ~ N(g(x), σ²),
 
-and the shaping g* found by its gradient flow is applied elementwise before the energy
-score log Σ_c exp(W g*(h) + b)_c.
+and the shaping g* found by its gradient flow (the scale of g held fixed, so that the
+flow chooses a shape and cannot shrink g below the noise) is applied elementwise before
+the energy score log Σ_c exp(W g*(h) + b)_c.
 
 The paper's functional acts on any conditional law p(z|x); the solver offers g free
 (shapes may turn down, as OptFS's do) or non-decreasing, and the family is one of the
@@ -105,6 +106,7 @@ from .selection import BUDGET, GRIDS, fit_setting, score_method, select
 from .variational import (
     ASSUMPTIONS,
     FAMILIES,
+    SCALES,
     Grid,
     channel_densities,
     histogram,
@@ -142,6 +144,7 @@ class Config:
     strength: float = 1.0
     beta: float = 2.0  # weight of the Information Bottleneck term
     sigma: float = 0.05  # channel noise, in units of the activation range
+    g_scale: str = "fixed"  # "fixed": E_ID[g²] = E_ID[X²] during the flow
     n_bins: int = 64
     steps: int = 200  # gradient-flow steps
     n_z: int = 256  # points of the z-grid
@@ -168,6 +171,7 @@ class Config:
         check_int("n_bins", self.n_bins, 2)
         check_choice("arch", self.arch, ("mlp", "cnn"))
         check_choice("assumption", self.assumption, ASSUMPTIONS)
+        check_choice("g_scale", self.g_scale, SCALES)
         for name in ("lr", "strength", "sigma"):
             check_positive(name, getattr(self, name))
         check_nonnegative("beta", self.beta)
@@ -206,6 +210,7 @@ __all__ = [
     "slope_ratios",
     "VAL_SETS",
     "FAMILIES",
+    "SCALES",
     "GRIDS",
     "BUDGET",
     "select",

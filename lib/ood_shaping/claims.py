@@ -9,11 +9,25 @@ same images.
 
 How the settings were chosen. The grids of :mod:`.selection` were fixed on tuning seed 0
 by looking at *validation* AUROC only (ReAct's and DICE's grids were widened because the
-first grids' best values lay on their edges). The rules were written before the notebook
-and held-out seeds were run: "beats" means a paired mean difference >= 0 (the verdict
-rule then asks for the whole 95 % interval above 0 and 80 % of seeds); the shape claims
+first grids' best values lay on their edges); they are the same after the change of the
+solver below. The rules were written before the notebook and held-out seeds were run
+and are not changed by it: "beats" means a paired mean difference >= 0 (the verdict rule
+then asks for the whole 95 % interval above 0 and 80 % of seeds); the shape claims
 compare a slope ratio with 1, the identity's value. Earlier versions of the chapter
 looked at seeds 0-2, including their test sets (:data:`TUNING_SEEDS`).
+
+Provenance of :data:`EXPECT`. The solver changed after an outside review: the flow now
+keeps the scale of g fixed (``Config.g_scale = "fixed"``) instead of letting g collapse
+to a constant and rescaling it afterwards. Every value earlier versions of EXPECT were
+based on came from the collapsing solver, so EXPECT was set again before the notebook
+seeds (10-14) and the held-out seeds (1000-1007) were run with the new solver. What had
+been seen with it by then: the shape statistics and the KL+IB test AUROC of single
+settings (not the selection) on the network of notebook seed 10 (a diagnostic and the
+exercises). From those: the tail assumption stretches the top instead of clipping
+(``clip``: not reproduced), the bottom is pruned with or without the tail (``prune``:
+partly, its control holds), KL+IB at β = 2 scores below energy (``kl-ib-vs-energy``
+and ``kl-ib-best``: not reproduced); ``shaping-helps`` does not involve the solver and
+keeps its earlier expectation.
 """
 
 from __future__ import annotations
@@ -31,12 +45,12 @@ TUNING_SEEDS = (0, 1, 2)
 # make claims)
 NOTEBOOK_SEEDS = (10, 11, 12, 13, 14)
 
-#: the verdict the chapter records and asserts for each claim, fixed before the notebook
-# and held-out seeds were run (from one tuning-seed run); the ledger's verdict is the
-# weaker of the notebook's and the held-out seeds' verdicts
+#: the verdict the chapter records and asserts for each claim, set before the notebook
+# and held-out seeds were run with the fixed-scale solver (see the module docstring);
+# the ledger's verdict is the weaker of the notebook's and the held-out seeds' verdicts
 EXPECT = {
     "shaping-helps": "partly reproduced",
-    "kl-ib-vs-energy": "partly reproduced",
+    "kl-ib-vs-energy": "not reproduced",
     "kl-ib-best": "not reproduced",
     "clip": "not reproduced",
     "prune": "partly reproduced",
@@ -86,7 +100,7 @@ CLAIMS = (
         paper="an OOD tail recovers ReAct-like clipping",
         where="abstract (recovering existing shaping functions)",
         statistic="slope of g* on [q90, q99] / slope on [q10, q90] of active ID "
-        "activations (weaker+tail, non-decreasing g, β = 2)",
+        "activations (weaker+tail, non-decreasing g, β = 2, scale of g fixed)",
         rule=Rule.at_most(1.0),
         control="the same solve without the tail (weaker)",
         expect=EXPECT["clip"],
@@ -99,7 +113,7 @@ CLAIMS = (
         paper="weaker OOD activations recover ASH-like pruning",
         where="abstract (recovering existing shaping functions)",
         statistic="slope of g* on [0, q50] / slope on [q50, q99] of active ID "
-        "activations (weaker, non-decreasing g, β = 2)",
+        "activations (weaker, non-decreasing g, β = 2, scale of g fixed)",
         rule=Rule.at_most(1.0),
         control="the same solve with a rare-spike tail added (weaker+tail)",
         expect=EXPECT["prune"],

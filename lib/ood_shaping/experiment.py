@@ -184,7 +184,8 @@ def kl_ib_shaping(
     family: str = "monotone",
 ):
     """Solve eq. 2 for one OOD-law assumption over one family of shapings (see
-    :func:`solve_shaping`); returns (knots, g) on the device of ``h_fit``."""
+    :func:`solve_shaping`; the scale of g is handled as ``cfg.g_scale`` says); returns
+    (knots, g) on the device of ``h_fit``."""
     _check_cfg(cfg)
     check_tensor("h_fit", h_fit, ndim=2, floating=True, nonempty=True)
     if not bool(((h_fit >= 0) & torch.isfinite(h_fit)).all()):
@@ -194,6 +195,26 @@ def kl_ib_shaping(
         )
     check_generator("generator", generator, allow_none=False)
     check_nonnegative("beta", beta)
+    grid, p_id, p_ood = _kl_ib_problem(cfg, h_fit, generator, assumption, x_surrogate)
+    g, _ = solve_shaping(
+        p_id,
+        p_ood,
+        grid,
+        beta=beta,
+        sigma=cfg.sigma,
+        steps=cfg.steps,
+        n_z=cfg.n_z,
+        family=family,
+        scale=cfg.g_scale,
+    )
+    g = orient_and_scale(g, p_id, p_ood, grid.knots)
+    return grid.knots.to(h_fit), g.to(h_fit)
+
+
+def _kl_ib_problem(cfg, h_fit, generator, assumption: str, x_surrogate=None):
+    """The discretised problem :func:`kl_ib_shaping` solves: (grid, p_ID, p_OOD) from
+    at most cfg.n_activations ID activations and the assumed OOD law (inputs checked by
+    the caller)."""
     x = h_fit.flatten().double().cpu()
     if x.numel() > cfg.n_activations:
         x = x[torch.randperm(x.numel(), generator=generator)[: cfg.n_activations]]
@@ -206,19 +227,7 @@ def kl_ib_shaping(
     )
     x_max = float(torch.quantile(x[x > 0], 0.999)) if bool((x > 0).any()) else 1.0
     grid = make_grid(x_max, cfg.n_bins)
-    p_id, p_ood = histogram(x, grid), histogram(x_ood, grid)
-    g, _ = solve_shaping(
-        p_id,
-        p_ood,
-        grid,
-        beta=beta,
-        sigma=cfg.sigma,
-        steps=cfg.steps,
-        n_z=cfg.n_z,
-        family=family,
-    )
-    g = orient_and_scale(g, p_id, p_ood, grid.knots)
-    return grid.knots.to(h_fit), g.to(h_fit)
+    return grid, histogram(x, grid), histogram(x_ood, grid)
 
 
 def score_all(h, W, b, p: dict) -> dict:

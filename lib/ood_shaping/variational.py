@@ -18,7 +18,10 @@ ID) and q_Y(z) = ∫ N(z; g(x), σ²) p_Y(x) dx, the loss functional is
 We follow the gradient flow ∂g/∂t = −δL/δg (eq. 3) of the discretised functional: x is
 binned (an atom at 0 for the dead ReLU units plus K bins), z lives on a grid, integrals
 are Riemann sums and the first variation is the gradient of that discretised functional
-(automatic differentiation), with Adam as the step rule. Only the paper's abstract-level
+(automatic differentiation), with Adam as the step rule. L depends on g only through
+g/σ and tends to 0 as g/σ → 0, so by default the flow keeps the scale of g fixed
+(E_ID[g(X)²] = E_ID[X²] at every step) and chooses a shape only; see
+:func:`solve_shaping`. Only the paper's abstract-level
 description of eq. 2 could be verified; the Gaussian channel, γ, π and the grid are our
 concrete choices (the chapter says so).
 """
@@ -29,8 +32,10 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from lib.common import (
+    check_choice,
     check_generator,
     check_int,
     check_nonnegative,
@@ -44,6 +49,10 @@ ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate", "sam
 #: the families g ranges over: non-decreasing (our earlier choice) or any function on
 # the knots (the paper's functional is over every conditional law p(z|x))
 FAMILIES = ("monotone", "free")
+#: how the flow treats the scale of g: "fixed" keeps E_ID[g(X)²] = E_ID[X²] at every
+# step (σ is then measured against the ID spread of g); "unconstrained" lets the scale
+# move, which for large β lets g collapse to a constant (see :func:`solve_shaping`)
+SCALES = ("fixed", "unconstrained")
 
 
 @dataclass(frozen=True)
@@ -294,6 +303,8 @@ def solve_shaping(
     n_z: int = 512,
     init: torch.Tensor | None = None,
     family: str = "monotone",
+    *,
+    scale: str = "fixed",
 ) -> tuple[torch.Tensor, list]:
     """Gradient flow on g (eq. 3) with g(0) = 0, from g = identity or from ``init``,
     over the ``family`` of shapings.
@@ -309,6 +320,14 @@ def solve_shaping(
     shaping on ``grid.knots`` (in units of x, shape (K+1,), starting at 0; strictly
     increasing for the monotone family). Returns ``(g on grid.knots in units of x,
     loss history)``.
+
+    ``scale``: eq. 2 depends on g and σ only through g/σ, and every term of it tends to
+    0 as g/σ → 0, so whenever L < 0 is out of reach (large β) the unconstrained flow
+    (``scale="unconstrained"``) drives g to a constant and only the *direction* of its
+    collapse survives. ``scale="fixed"`` (the default) removes that degree of freedom:
+    at every step g is rescaled so that E_ID[g(X)²] = E_ID[X²] (x scaled to [0, 1]),
+    i.e. σ is measured in units of the ID spread of g, as the paper's low-noise limit
+    (σ small against the spread of g) presupposes; the flow then chooses a shape only.
     """
     if not isinstance(grid, Grid):
         raise TypeError(
@@ -335,10 +354,11 @@ def solve_shaping(
     check_int("n_z", n_z, 2)
     if family not in FAMILIES:
         raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
-    free = family == "free"
-    scale = float(grid.edges[-1])
+    check_choice("scale", scale, SCALES)
+    free, fixed = family == "free", scale == "fixed"
+    unit = float(grid.edges[-1])  # x_max
     p_id, p_ood = p_id.to(grid.knots), p_ood.to(grid.knots)
-    dx = torch.diff(grid.knots) / scale  # (K,) knot spacing
+    dx = torch.diff(grid.knots) / unit  # (K,) knot spacing
     if init is None:
         # softplus(u) = 1: g = x
         u = torch.full_like(dx, math.log(math.e - 1))
@@ -347,7 +367,7 @@ def solve_shaping(
             "init", init, shape=(grid.knots.numel(),), floating=True, finite=True
         )
         init = init.to(grid.knots)
-        slope = torch.diff(init) / scale / dx  # (K,) slope of g in scaled units
+        slope = torch.diff(init) / unit / dx  # (K,) slope of g in scaled units
         if float(init[0]) != 0.0 or not (free or bool((slope > 0).all())):
             raise ValueError(
                 "init: expected a shaping that starts at 0 and strictly increases, got "
@@ -362,11 +382,17 @@ def solve_shaping(
     zero = torch.zeros(1, dtype=dx.dtype, device=dx.device)
     history = []
 
-    def slopes(u):
-        return u if free else torch.nn.functional.softplus(u)
+    # E_ID[X²] with x scaled to [0, 1]: the second moment g keeps when scale="fixed"
+    m2 = p_id @ (grid.knots / unit) ** 2
+
+    def shaping(u):
+        g = torch.cat([zero, torch.cumsum((u if free else F.softplus(u)) * dx, 0)])
+        if fixed:
+            g = g * (m2 / (p_id @ g**2).clamp_min(1e-30)).sqrt()
+        return g  # (K+1,)
 
     for _ in range(steps):
-        g = torch.cat([zero, torch.cumsum(slopes(u) * dx, 0)])  # (K+1,)
+        g = shaping(u)
         loss = kl_ib_loss(g, p_id, p_ood, beta, sigma, gamma, prior, n_z, check=False)
         total = loss + smooth * (u[1:] - u[:-1]).pow(2).sum()
         opt.zero_grad()
@@ -374,8 +400,8 @@ def solve_shaping(
         opt.step()
         history.append(loss.detach())
     with torch.no_grad():
-        g = torch.cat([zero, torch.cumsum(slopes(u) * dx, 0)])
-    return g * scale, [float(v) for v in torch.stack(history)]
+        g = shaping(u)
+    return g * unit, [float(v) for v in torch.stack(history)]
 
 
 def orient_and_scale(
@@ -383,7 +409,8 @@ def orient_and_scale(
 ) -> torch.Tensor:
     """Fix the symmetries of eq. 2 (g ↦ ±g + c leave it unchanged): g(0) = 0, E_ID g ≥
     E_OOD g, and E_ID[g(X)²] = E_ID[X²] so that the energy score keeps the network's
-    logit scale."""
+    logit scale. After a flow with the scale fixed the last step changes nothing;
+    after an unconstrained flow it blows a collapsed g back up to the ID scale."""
     _check_channel(g, p_id, p_ood, 1.0, 2)
     check_tensor("knots", knots, shape=tuple(g.shape), floating=True, finite=True)
     if knots.dtype != g.dtype:
