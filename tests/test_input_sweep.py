@@ -2126,6 +2126,7 @@ def _cases_ood_shaping():
                 lr=0.05,
                 smooth=1e-3,
                 n_z=32,
+                scale="fixed",
             ),
             {
                 "prior": "prob",
