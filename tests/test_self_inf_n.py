@@ -472,6 +472,16 @@ def test_claims_are_computed_from_world_records(tmp_path, monkeypatch):
     )
     assert m["vs-random"]["control"][3] == pytest.approx(v["vs-random"][1])
     assert m["no-declines"]["control"] == {} and set(m["utility"]["values"]) == {3, 4}
+    med = {k: v["median_length"] for k, v in rec["selection_stats"].items()}
+    assert v["selection-length"] == pytest.approx(
+        (med["self_inf"] / med["self_inf_n"], med["random"] / med["self_inf_n"])
+    )
+    assert v["terse"][0] == pytest.approx(
+        s["self_inf"]["benign_length"] / s["random"]["benign_length"]
+    )
+    assert v["utility"][1] == pytest.approx(
+        s["random"]["benign_acc"] - rec["aligned"]["benign_acc"]
+    )
     res = S.judge(m)
     assert [r.claim.id for r in res] == [c.id for c in S.CLAIMS]
     assert res[-1].verdict == "not tested here"
