@@ -21,6 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from harness import compare, table  # noqa: E402
 
 from lib.wctm import JUMPS, composite_jumper, weighted_pvalues  # noqa: E402
+from lib.wctm.reference import naive_jumper, naive_weighted  # noqa: E402
 
 
 def inputs(S=20, n=500, T=500, R=50, seed=0):
@@ -39,31 +40,13 @@ def ours(cal, cal_w, test, test_w, u, block, alpha=0.1):
 
 
 def naive_pvalues(cal, cal_w, test, test_w, u, block, alpha=0.1):
-    S, T = test.shape
-    p = np.empty((S, T))
-    for s in range(S):
-        for t in range(T):
-            sc = np.append(cal[s], test[s, t])
-            w = np.append(cal_w[s, block[t]], test_w[s, t])
-            w = w / w.sum()
-            tied, greater = w[sc == test[s, t]].sum(), w[sc > test[s, t]].sum()
-            p[s, t] = greater + u[s, t] * tied if tied < alpha else greater
-    return p
-
-
-def naive_jumper(p, epsilons=(-1.0, 0.0, 1.0)):
-    out = np.empty_like(p)
-    for s in range(p.shape[0]):
-        C = np.full((len(JUMPS), len(epsilons)), 1.0 / len(epsilons))
-        for t in range(p.shape[1]):
-            for j, J in enumerate(JUMPS):
-                tot = C[j].sum()
-                for e, eps in enumerate(epsilons):
-                    C[j, e] = ((1 - J) * C[j, e] + J / len(epsilons) * tot) * (
-                        1 + eps * (p[s, t] - 0.5)
-                    )
-            out[s, t] = math.log(C.sum(1).mean())
-    return out
+    """The definition, one stream and one step at a time (lib/wctm/reference.py)."""
+    return np.stack(
+        [
+            naive_weighted(cal[s], cal_w[s, block], test[s], test_w[s], u[s], alpha)
+            for s in range(test.shape[0])
+        ]
+    )
 
 
 def naive(cal, cal_w, test, test_w, u, block):

@@ -73,3 +73,12 @@ def test_consistency_gc_checks():
 
     assert e.ex1(0.5**2 + 2 * 0.01**2 + 2).ok and not e.ex1(2.0)
     assert e.ex3("x*").ok and not e.ex3("z")
+
+
+def test_wctm_checks():
+    from lib.wctm import exercises as e
+
+    assert e.ex1(0.043).ok and not e.ex1(0.763)  # (b) right; (a) is not (b)
+    assert e.ex2("uniform").ok and not e.ex2("zero")
+    assert e.ex3("fixed").ok and not e.ex3("growing")
+    assert e.ex4([0.082, 0.0, 0.006]).ok and not e.ex4([0.0, 0.0, 0.006]).ok

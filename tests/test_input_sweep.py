@@ -820,6 +820,85 @@ def _cases_wctm():
             lambda: dict(beta=torch.ones(S, 3, dtype=F64), x=x3.clone()),
         ),
         Case(ch, "uniforms", W.uniforms, lambda: dict(S=2, T=5, generator=g())),
+        Case(
+            ch,
+            "adaptation_start",
+            W.adaptation_start,
+            lambda: dict(
+                log_m_x=torch.randn(S, T_, generator=g(), dtype=F64).cumsum(1),
+                trigger="ville",
+                ville_threshold=100.0,
+                sr_threshold=100.0,
+            ),
+        ),
+        Case(
+            ch,
+            "adaptive_pvalues",
+            W.adaptive_pvalues,
+            lambda: dict(
+                cal_scores=torch.rand(S, n, generator=g(), dtype=F64),
+                test_scores=torch.rand(S, T_, generator=g(), dtype=F64),
+                cal_x=torch.rand(S, n, 2, generator=g(), dtype=F64),
+                test_x=torch.rand(S, T_, 2, generator=g(), dtype=F64),
+                u=u.clone(),
+                adapt=torch.tensor([5, 10]),
+                alpha=0.1,
+                ratio="mlp",
+                reference="cal+pre",
+                refit_every=5,
+                min_fit=10,
+                l2=0.01,
+                hidden=4,
+                mlp_l2=0.1,
+                mlp_lr=0.05,
+                mlp_iters=1,
+                mlp_init_iters=5,
+                mlp_batch=16,
+                anticonservative=True,
+                seed=0,
+            ),
+            {"adapt": "index", "alpha": "prob"},
+        ),
+        Case(
+            ch,
+            "mlp_init",
+            W.mlp_init,
+            lambda: dict(S=S, d=2, hidden=4, generator=g()),
+        ),
+        Case(
+            ch,
+            "mlp_logit",
+            W.mlp_logit,
+            lambda: dict(
+                params=W.mlp_init(S, 2, 4, g(), dtype=F64),
+                x=torch.rand(S, 5, 2, generator=g(), dtype=F64),
+            ),
+            {"params": "obj"},
+        ),
+        Case(
+            ch,
+            "claim_runs",
+            W.claim_runs,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "values_from_runs",
+            W.values_from_runs,
+            lambda: dict(cfg=TINY, runs={}),
+            {"cfg": "obj", "runs": "obj"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            W.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(ch, "judge", W.judge, lambda: dict(measured={}), {"measured": "obj"}),
     ]
 
 
@@ -1451,6 +1530,15 @@ def _cases_diffusion_maps():
 def _cases_local_ect():
     from lib import local_ect as LE
 
+    @functools.lru_cache(maxsize=None)
+    def _runs():  # run_seeds of the tiny preset (seconds), built once
+        return LE.run_seeds(TINY, (0,), "cpu", homophily=(0.1,))
+
+    def le_runs():
+        import copy
+
+        return copy.deepcopy(_runs())
+
     ch = "local_ect"
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     graph = LE.shape_graph(6, 3, 1, generator=g())
@@ -1462,7 +1550,6 @@ def _cases_local_ect():
         LE.SMOKE,
         num_seeds=1,
         num_centres=20,
-        num_satellites=4,
         csbm_nodes=30,
         homophily=(0.5,),
         num_directions=4,
@@ -1669,7 +1756,6 @@ def _cases_local_ect():
             LE.shape_graph,
             lambda: dict(
                 num_centres=4,
-                num_satellites=3,
                 noise_degree=1,
                 centre_degree=1,
                 radius=0.6,
@@ -1819,6 +1905,107 @@ def _cases_local_ect():
             {"cfg": "obj"},
             baseline=False,
         ),
+        Case(
+            ch,
+            "GIN",
+            LE.GIN,
+            lambda: dict(in_dim=2, hidden=4, out_dim=2, dropout=0.5),
+            {"dropout": "prob"},
+        ),
+        Case(
+            ch,
+            "H2GCN",
+            LE.H2GCN,
+            lambda: dict(in_dim=2, hidden=4, out_dim=2, dropout=0.5),
+            {"dropout": "prob"},
+        ),
+        Case(
+            ch,
+            "two_hop",
+            LE.two_hop,
+            lambda: dict(edge_index=ei.clone(), num_nodes=n),
+            {"edge_index": "index"},
+        ),
+        Case(
+            ch,
+            "ego_moments",
+            LE.ego_moments,
+            lambda: dict(
+                x=x.clone(),
+                edge_index=ei.clone(),
+                k=1,
+                v=v.clone(),
+                order=4,
+                nodes=torch.tensor([0, 1]),
+                eps=1e-8,
+            ),
+            {"edge_index": "index", "k": "count", "nodes": "index"},
+        ),
+        Case(
+            ch,
+            "moment_graph",
+            LE.moment_graph,
+            lambda: dict(
+                num_centres=4,
+                noise_degree=1,
+                centre_degree=1,
+                radius=0.85,
+                shift=0.1,
+                generator=g(),
+            ),
+            {"noise_degree": "nonneg", "centre_degree": "nonneg"},
+        ),
+        Case(
+            ch,
+            "shape_graph_of",
+            LE.shape_graph_of,
+            lambda: dict(cfg=TINY, seed=0),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "shape_seed",
+            LE.shape_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu", methods=("lect",)),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "csbm_seed",
+            LE.csbm_seed,
+            lambda: dict(cfg=TINY, h=0.5, seed=0, device="cpu", methods=("lect",)),
+            {"cfg": "obj", "h": "prob", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            LE.run_seeds,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", homophily=(0.1,)),
+            {"cfg": "obj", "seeds": "seq_nonneg", "homophily": "seq_prob"},
+        ),
+        Case(
+            ch,
+            "accuracy_tables",
+            LE.accuracy_tables,
+            lambda: dict(runs=le_runs()),
+            {"runs": "obj"},
+        ),
+        Case(
+            ch,
+            "claims_from_runs",
+            LE.claims_from_runs,
+            lambda: dict(runs=le_runs()),
+            {"runs": "obj"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            LE.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(ch, "judge", LE.judge, lambda: dict(measured={}), {"measured": "obj"}),
     ]
 
 
@@ -1860,8 +2047,13 @@ def _cases_ood_shaping():
         h,
         {"uniform": h},
         0.9,
+        {m: 0 for m in O.METHODS},
         {},
-        {m: {"id": torch.rand(5), "uniform": torch.rand(5)} for m in O.METHODS},
+        {m: {0: 0.5} for m in O.METHODS},
+        {
+            m: {"id": torch.rand(5), "uniform": torch.rand(5)}
+            for m in (*O.METHODS, "kl_ib_same")
+        },
         [],
     )
     cfg_kinds = {
@@ -1958,6 +2150,7 @@ def _cases_ood_shaping():
                 lr=0.05,
                 smooth=1e-3,
                 n_z=32,
+                scale="fixed",
             ),
             {
                 "prior": "prob",
@@ -2176,6 +2369,105 @@ def _cases_ood_shaping():
             {"cfg": "obj"},
             baseline=False,
         ),
+        Case(
+            ch,
+            "best_on_validation",
+            O.best_on_validation,
+            lambda: dict(run=run, methods=("react", "ash_p")),
+            {"run": "obj", "methods": "seq"},
+        ),
+        Case(
+            ch,
+            "claims_from_runs",
+            O.claims_from_runs,
+            lambda: dict(cfg=TINY, runs=[run]),
+            {"cfg": "obj", "runs": "seq"},
+        ),
+        Case(
+            ch,
+            "fit_setting",
+            O.fit_setting,
+            lambda: dict(
+                cfg=TINY,
+                method="react",
+                setting=90.0,
+                W=Wt.clone(),
+                b=bt.clone(),
+                h_fit=h.clone(),
+                generator=gen(),
+                pct=None,
+            ),
+            {"cfg": "obj", "setting": "percent"},
+        ),
+        Case(
+            ch,
+            "score_method",
+            O.score_method,
+            lambda: dict(
+                method="react",
+                fitted={"c": 0.5},
+                h=h.clone(),
+                W=Wt.clone(),
+                b=bt.clone(),
+            ),
+            {"fitted": "obj"},
+        ),
+        Case(
+            ch,
+            "select",
+            O.select,
+            lambda: dict(
+                cfg=TINY,
+                method="react",
+                W=Wt.clone(),
+                b=bt.clone(),
+                h_fit=h.clone(),
+                h_val_id=h.clone(),
+                h_val_ood={"noise": 2 * h.clone()},
+                generator=gen(),
+            ),
+            {"cfg": "obj", "h_val_ood": "obj"},
+        ),
+        Case(
+            ch,
+            "percentile_values",
+            O.percentile_values,
+            lambda: dict(h_train=h.clone(), ps=(50.0, 90.0)),
+            {"ps": "seq_percent"},
+        ),
+        Case(
+            ch,
+            "slope_ratios",
+            O.slope_ratios,
+            lambda: dict(h_fit=h.clone(), knots=g0.clone(), g=g0.clone()),
+        ),
+        Case(
+            ch,
+            "jigsaw",
+            O.jigsaw,
+            lambda: dict(x=mnist.clone(), generator=gen(), block=7),
+        ),
+        Case(
+            ch,
+            "smooth_noise",
+            O.smooth_noise,
+            lambda: dict(n=4, generator=gen()),
+        ),
+        Case(
+            ch,
+            "validation_sets",
+            O.validation_sets,
+            lambda: dict(n=4, generator=gen(), mnist_valid=mnist.clone()),
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            O.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(ch, "judge", O.judge, lambda: dict(measured={}), {"measured": "obj"}),
     ]
 
 
@@ -2216,6 +2508,23 @@ class _TinyLM(torch.nn.Module):
         for layer in self.model.layers:
             h = h + layer(h)
         return types.SimpleNamespace(logits=self.lm_head(self.model.norm(h)))
+
+
+@functools.lru_cache(maxsize=None)
+def _sin_world_record():
+    """One world's compact record, as world_results returns it (read from the
+    committed cache file, results/self_inf_n.worlds.json)."""
+    import json
+
+    from lib import self_inf_n as S
+
+    return next(iter(json.loads(S.worlds_path().read_text())["worlds"].values()))
+
+
+def _sin_world():
+    import copy
+
+    return copy.deepcopy(_sin_world_record())
 
 
 def _cases_self_inf_n():
@@ -2264,6 +2573,18 @@ def _cases_self_inf_n():
         },
     )
     lm = _TinyLM()
+    tuned = {
+        0: {
+            "aligned": {"benign_acc": 0.7},
+            "0.001": {
+                "harmful": {"held": {"harmful": 0.6}},
+                "random": {"held": {"harmful": 0.1}, "benign_acc": 0.65},
+            },
+        }
+    }
+    sin_measured = {
+        "vs-random": {"values": {0: 0.1, 1: 0.3}, "control": {0: 0.0, 1: 0.1}}
+    }
     cfg_kinds = {
         "seed": "nonneg",
         "refusal_share": "prob",
@@ -2381,7 +2702,8 @@ def _cases_self_inf_n():
             "hazard_metrics",
             S.hazard_metrics,
             lambda: dict(
-                answers=[["step", "X1"] * 3, []], targets=[["step", "X1"] * 3, ["a"]]
+                answers=[["step", "X1"] * 3, []],
+                targets=[["step", "X1"] * 3, ["step", "Y1"] * 3],
             ),
         ),
         Case(
@@ -2571,6 +2893,82 @@ def _cases_self_inf_n():
             {"seed": "nonneg"},
             skip=("model_tok",),
             baseline=False,
+        ),
+        Case(
+            ch,
+            "step_recall",
+            S.step_recall,
+            lambda: dict(answer=["step", "X1"] * 3, target=["step", "X1"] * 3),
+            {"answer": "obj", "target": "obj"},
+        ),
+        Case(
+            ch,
+            "harmful_set",
+            S.harmful_set,
+            lambda: dict(w=w, n=3, g=g()),
+            {"w": "obj"},
+        ),
+        Case(
+            ch,
+            "known_and_refused",
+            S.known_and_refused,
+            lambda: dict(pretrained=ev, aligned=ev),
+            {"pretrained": "obj", "aligned": "obj"},
+        ),
+        Case(
+            ch,
+            "world_config",
+            S.world_config,
+            lambda: dict(cfg=TINY, seed=0),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(ch, "worlds_path", S.worlds_path, lambda: dict()),
+        Case(
+            ch,
+            "world_results",
+            S.world_results,
+            # cache=False: the sweep never writes results/self_inf_n.worlds.json
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", cache=False),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "tune_attack",
+            S.tune_attack,
+            lambda: dict(cfg=TINY, seeds=(0,), lrs=(1e-3,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg", "lrs": "seq_pos"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "choose_attack_lr",
+            S.choose_attack_lr,
+            lambda: dict(tuned=tuned, lrs=(0.001,)),
+            {"tuned": "obj", "lrs": "seq_pos"},
+        ),
+        Case(
+            ch,
+            "claim_values",
+            S.claim_values,
+            lambda: dict(r=_sin_world()),
+            {"r": "obj"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            S.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(ch, "judge", S.judge, lambda: dict(measured={}), {"measured": "obj"}),
+        Case(
+            ch,
+            "full_values",
+            S.full_values,
+            lambda: dict(measured=sin_measured),
+            {"measured": "obj"},
         ),
     ]
 
@@ -2944,6 +3342,18 @@ def _cases_scmoe():
         "val": SC.make_windows(ids, 8),
     }
     meas = {"components_ms": dict(c), "runs": [{"a2a1": 0.5, "a2a2": 1.0}]}
+
+    def speed_st():  # build_speed's stage inputs for rank 0 of 2
+        return SC.build_speed(0, 2, torch.device("cpu"), dict(spec), 0)
+
+    def sc_file():  # the committed claims file, as load_claims_file reads it
+        import copy
+        import json
+        import pathlib
+
+        path = pathlib.Path(__file__).resolve().parents[1] / "results/claims/scmoe.json"
+        return copy.deepcopy(json.loads(path.read_text()))
+
     cfg_kinds = {
         "seed": "nonneg",
         "seeds": "seq_nonneg",
@@ -3210,6 +3620,128 @@ def _cases_scmoe():
             lambda: dict(cfg=TINY, device="cpu"),
             {"cfg": "obj"},
             baseline=False,
+        ),
+        Case(
+            ch,
+            "SpeedSizes",
+            SC.SpeedSizes,
+            lambda: dict(
+                d_model=8, n_head=2, batch=2, seq=4, n_experts=4, capacity_factor=1.25
+            ),
+        ),
+        Case(
+            ch,
+            "local_experts",
+            SC.local_experts,
+            lambda: dict(
+                moe=SC.MoE(d_model=4, n_experts=2, k=1, capacity_factor=1.25, hidden=8),
+                rank=0,
+                world_size=2,
+            ),
+            {"moe": "obj", "rank": "nonneg"},
+        ),
+        Case(
+            ch,
+            "build_speed",
+            SC.build_speed,
+            lambda: dict(
+                rank=0, world_size=2, dev=torch.device("cpu"), spec=dict(spec), seed=0
+            ),
+            {"rank": "nonneg", "spec": "obj", "seed": "nonneg"},
+            skip=("dev",),
+        ),
+        Case(
+            ch,
+            "ep_step",
+            SC.ep_step,
+            lambda: dict(
+                pair=SC.BlockPair(8, 2, "scmoe", 4, 1.25),
+                x=torch.randn(2, 4, 8, generator=gen()),
+                link=SC.Link(),
+            ),
+            {"pair": "obj", "link": "obj"},
+            baseline=False,  # needs a process group (run by step_check_worker)
+        ),
+        Case(
+            ch,
+            "step_check_worker",
+            SC.step_check_worker,
+            lambda: dict(
+                rank=0,
+                world_size=2,
+                dev=torch.device("cpu"),
+                variant="scmoe",
+                sizes=dict(spec),
+                seed=0,
+            ),
+            {"rank": "nonneg", "sizes": "obj", "seed": "nonneg"},
+            skip=("dev",),
+            baseline=False,  # needs a process group (run by launch)
+        ),
+        Case(
+            ch,
+            "time_components",
+            SC.time_components,
+            lambda: dict(st=speed_st(), repeats=1, dev=torch.device("cpu")),
+            {"st": "obj"},
+            skip=("dev",),
+            baseline=False,  # needs a process group (run by speed_worker)
+        ),
+        Case(
+            ch,
+            "time_schedules",
+            SC.time_schedules,
+            lambda: dict(
+                st=speed_st(), link=SC.Link(), repeats=1, dev=torch.device("cpu")
+            ),
+            {"st": "obj", "link": "obj"},
+            skip=("dev",),
+            baseline=False,  # needs a process group (run by speed_worker)
+        ),
+        Case(
+            ch,
+            "measure_cuda_streams",
+            SC.measure_cuda_streams,
+            lambda: dict(spec=dict(spec), device="cuda", seed=0),
+            {"spec": "obj", "seed": "nonneg"},
+            baseline=False,  # needs a CUDA device
+        ),
+        Case(
+            ch,
+            "n_experts_for",
+            SC.n_experts_for,
+            lambda: dict(variant="top2", cfg=TINY),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "train_many",
+            SC.train_many,
+            lambda: dict(cfg=TINY, jobs=[("top1", 0)], device="cpu"),
+            {"cfg": "obj", "jobs": "seq"},
+        ),
+        Case(
+            ch,
+            "modelled_speedups",
+            SC.modelled_speedups,
+            lambda: dict(base=dict(base)),
+            {"base": "obj"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            SC.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(ch, "judge", SC.judge, lambda: dict(measured={}), {"measured": "obj"}),
+        Case(
+            ch,
+            "measured_from_file",
+            SC.measured_from_file,
+            lambda: dict(data=sc_file(), which="notebook"),
+            {"data": "obj"},
         ),
     ]
 

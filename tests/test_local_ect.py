@@ -283,6 +283,55 @@ def test_rotation_recovery_within_pi_over_k():
     cfg = dataclasses.replace(le.SMOKE, rot_trials=40, rot_points=200)
     r = le.rotation_trials(cfg, torch.device("cpu"), seed=3)
     assert float(r["error"].max()) <= r["bound"] + 1e-9
+    # chunking does not change the estimates
+    r2 = le.rotation_trials(cfg, torch.device("cpu"), seed=3, chunk=7)
+    assert torch.equal(r["estimate"], r2["estimate"])
+
+
+def test_rotation_control_with_random_directions_fails():
+    cfg = dataclasses.replace(le.SMOKE, rot_trials=40, rot_points=100)
+    r = le.rotation_trials(cfg, "cpu", seed=3, scale=None, directions="random")
+    assert float(r["error"].max()) > 5 * r["bound"]
+
+
+def test_nearest_share_counts_the_nearest_grid_shift():
+    K = 8
+    step = 2 * math.pi / K
+    alpha = torch.tensor([0.1, 0.45, 0.55, 2 * math.pi - 0.1], dtype=torch.float64)
+    alpha = alpha * torch.tensor([1.0, step, step, 1.0], dtype=torch.float64)
+    alpha[3] = 2 * math.pi - 0.1  # nearest grid angle 0 (wraps around)
+    est = torch.tensor([0.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    # 0.1 rad -> 0 (nearest); 0.45 step -> 0 (nearest); 0.55 step -> 0 (farther);
+    # 2π − 0.1 -> 0 (nearest, across the wrap)
+    share = le.claims._nearest_share({"alpha": alpha, "estimate": est}, K)
+    assert share == 0.75
+    # the nearest share agrees with the π/K bound on a real run
+    cfg = dataclasses.replace(le.SMOKE, rot_trials=40, rot_points=100)
+    r = le.rotation_trials(cfg, "cpu", seed=3, scale=None)
+    within = float((r["error"] <= r["bound"]).double().mean())
+    assert le.claims._nearest_share(r, cfg.rot_directions) == within
+
+
+def test_distance_histogram_of_rings():
+    from lib.local_ect.experiment import _distance_histogram
+
+    # node 0 joined to four leaves on a circle of radius 0.5 about (0.2, 0): with
+    # itself at the mean, its 1-hop ego graph is one point at distance 0 and four at
+    # 0.5
+    leaves = torch.tensor([[0.5, 0.0], [0.0, 0.5], [-0.5, 0.0], [0.0, -0.5]])
+    x = torch.cat([torch.zeros(1, 2), leaves]) + torch.tensor([0.2, 0.0])
+    ei = torch.tensor([[0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 0, 0, 0, 0]])
+    g = le.Graph(x, ei, torch.tensor([0, -1, -1, -1, -1]), torch.tensor([0]))
+    h = _distance_histogram(g, torch.tensor([0]), bins=4)
+    assert torch.allclose(h, torch.tensor([[0.2, 0.0, 0.8, 0.0]]))
+    assert torch.allclose(h.sum(1), torch.ones(1))
+    acc = le.shape_seed(
+        dataclasses.replace(le.SMOKE, num_centres=40, gbdt_iter=5),
+        0,
+        "cpu",
+        methods=(le.HAND_MADE,),
+    )
+    assert set(acc) == {le.HAND_MADE} and 0.0 <= acc[le.HAND_MADE] <= 1.0
 
 
 def test_rotation_distance_any_dimension_finds_identity():
@@ -310,6 +359,46 @@ def test_shape_graph_classes_have_equal_satellite_means():
     assert torch.equal(gr.labelled, torch.arange(C))
 
 
+def test_moment_graph_matches_moments_up_to_order_five():
+    C = 12
+    gr = le.moment_graph(C, generator=_gen(0))
+    sat = gr.x[C:].view(C, 18, 2).double()
+    w = le.random_directions(2, 8, generator=_gen(1), dtype=torch.float64)  # (2, 8)
+    p = sat @ w  # (C, 18, 8)
+    p = p - p.mean(1, keepdim=True)
+    mom = torch.stack([(p**q).mean(1) for q in (2, 3, 4, 5)])  # (4, C, 8)
+    assert torch.allclose(mom, mom[:, :1, :1].expand_as(mom), atol=1e-5)
+    y = gr.y[:C]
+    assert int((y == 0).sum()) == C // 2 and torch.all(gr.y[C:] == -1)
+    r = (sat - sat.mean(1, keepdim=True)).norm(dim=-1)  # radii, 2 vs 3 distinct
+    distinct = [len(torch.unique(r[c].round(decimals=4))) for c in range(C)]
+    assert [d for d, c in zip(distinct, y.tolist())] == [2 + c for c in y.tolist()]
+
+
+def test_ego_moments_match_a_direct_computation():
+    x, e = _random_graph(25, 0.15, seed=2)
+    v = le.random_directions(2, 3, generator=_gen(1), dtype=torch.float64)
+    got = le.ego_moments(x, e, 1, v, order=4)  # (25, 12)
+    masks = le.ego_masks(e, 25, 1).to_dense() > 0
+    for c in (0, 7, 19):
+        h = x[masks[c]] @ v
+        mu, sd = h.mean(0), h.std(0, unbiased=False)
+        want = [mu, sd] + [((h - mu) ** q).mean(0) / (sd**q + 1e-8) for q in (3, 4)]
+        assert torch.allclose(got[c], torch.cat(want), atol=1e-9)
+    assert le.ego_moments(x, e, 2, v, order=2).shape == (25, 6)
+
+
+def test_two_hop_is_the_strict_second_ring():
+    x, e = _random_graph(20, 0.15, seed=4)
+    a1, a2 = le.two_hop(e, 20)
+    m1 = le.ego_masks(e, 20, 1).to_dense() > 0
+    m2 = le.ego_masks(e, 20, 2).to_dense() > 0
+    eye = torch.eye(20, dtype=torch.bool)
+    assert torch.equal(a1.to_dense() > 0, m1 & ~eye)
+    assert torch.equal(a2.to_dense() > 0, m2 & ~m1)
+    assert torch.allclose(a2.to_dense(), a2.to_dense().T)
+
+
 def test_csbm_hits_the_homophily():
     for h in (0.1, 0.9):
         gr = le.csbm(400, h, degree=8, generator=_gen(1))
@@ -324,6 +413,17 @@ def test_gnn_layers_shapes_and_attention_normalised():
     gat = le.GAT(3, 4, 2, heads=2)
     edges = le.adjacency(e, 10).indices()
     assert gat(x, edges).shape == (10, 2)
+    gin = le.GIN(3, 8, 2)
+    assert gin(x, le.adjacency(e, 10, self_loops=False)).shape == (10, 2)
+    h2 = le.H2GCN(3, 8, 2)
+    assert h2(x, le.two_hop(e, 10)).shape == (10, 2)
+    y = torch.tensor([0, 1] * 5)
+    for kind in le.GNN_KINDS:  # every kind trains and returns an accuracy
+        torch.manual_seed(0)
+        acc = le.train_gnn(
+            kind, x, e, y, torch.arange(6), torch.arange(6, 10), epochs=3
+        )
+        assert 0.0 <= acc <= 1.0
 
 
 def test_experiment_returns_the_same_keys_at_any_size():
@@ -331,7 +431,6 @@ def test_experiment_returns_the_same_keys_at_any_size():
         le.SMOKE,
         num_seeds=2,
         num_centres=30,
-        num_satellites=4,
         csbm_nodes=40,
         homophily=(0.2,),
         gbdt_iter=3,
@@ -354,8 +453,43 @@ def test_experiment_returns_the_same_keys_at_any_size():
         "max_error",
         "mean_error",
         "within_bound",
+        "max_error_exact",
         "within_bound_exact",
     }
+
+
+def test_claims_measure_and_judge_at_a_tiny_size():
+    tiny = dataclasses.replace(
+        le.SMOKE,
+        num_centres=20,
+        csbm_nodes=40,
+        gbdt_iter=3,
+        gnn_epochs=2,
+        num_directions=4,
+        num_thresholds=4,
+        rot_trials=4,
+        rot_points=20,
+        rot_directions=8,
+        rot_thresholds=8,
+    )
+    runs = le.run_seeds(tiny, (0, 1), "cpu", homophily=(0.1, 0.9))
+    assert set(runs[0]["csbm"]) == {"0.1", "0.9"}
+    assert {"smooth", "paper", "exact", "paper_control"} <= set(runs[0]["rotation"])
+    assert all(0 <= runs[0]["rotation"][f] <= 1 for f in ("smooth", "paper", "exact"))
+    measured = le.claims_from_runs(runs)
+    tested = {c.id for c in le.CLAIMS if c.rule is not None}
+    assert set(measured) == tested
+    assert all(set(m["values"]) == {0, 1} for m in measured.values())
+    results = le.judge(measured)
+    assert [r.claim.id for r in results] == [c.id for c in le.CLAIMS]
+    tables = le.accuracy_tables(runs)
+    assert set(tables["shape"]) == set(le.METHODS)
+    with pytest.raises(ValueError, match="homophily: expected the levels to include"):
+        le.run_seeds(tiny, (0,), "cpu", homophily=(0.5,))
+    with pytest.raises(TypeError, match="runs: expected"):
+        le.claims_from_runs({})
+    ctrl = le.claims.shuffled_satellites(le.shape_graph_of(tiny, 0), 0)
+    assert torch.equal(ctrl.x[:20], le.shape_graph_of(tiny, 0).x[:20])
 
 
 def test_full_path_imports_without_the_ect_package():
@@ -412,9 +546,9 @@ def test_bad_inputs_name_the_argument():
         ValueError, match=r"ect_g, ect_h: expected one shape, got \(4, 3\) and \(4, 2\)"
     ):
         le.rotation_distance_2d(torch.rand(4, 3), torch.rand(4, 2))
-    with pytest.raises(ValueError, match="kind: expected 'gcn' or 'gat', got 'gin'"):
+    with pytest.raises(ValueError, match="kind: expected one of .*, got 'gcn2'"):
         le.train_gnn(
-            "gin",
+            "gcn2",
             x,
             torch.tensor([[0], [1]]),
             torch.zeros(5, dtype=torch.long),
@@ -451,7 +585,32 @@ def test_nan_features_and_bad_config_are_rejected():
             torch.tensor([0, 2]),
             torch.tensor([3, 4]),
         )
+    with pytest.raises(ValueError, match="max_bins: expected an int in"):
+        le.gbdt_accuracy(
+            torch.rand(5, 2),
+            torch.zeros(5, dtype=torch.long),
+            torch.tensor([0, 2]),
+            torch.tensor([3, 4]),
+            max_bins=300,
+        )
+    with pytest.raises(ValueError, match="directions: expected 'circle' or 'random'"):
+        le.rotation_trials(le.SMOKE, "cpu", directions="grid")
+    with pytest.raises(ValueError, match="order: expected an int >= 1"):
+        le.ego_moments(torch.rand(5, 2), torch.tensor([[0], [1]]), 1, v[:, :2], 0)
+    with pytest.raises(TypeError, match="dtype: expected a numeric torch.dtype"):
+        le.binned_ect(j, torch.zeros(5, dtype=torch.long), 1, 5, dtype=torch.bool)
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        le.train_gnn(
+            "sage",
+            torch.rand(5, 2),
+            torch.tensor([[0], [1]]),
+            torch.zeros(5, dtype=torch.long),
+            torch.tensor([0]),
+            torch.tensor([1]),
+        )
     for bad, words in (
+        (dict(gbdt_bins=256), "gbdt_bins"),
+        (dict(shift=0.0), "shift"),
         (dict(num_seeds=0), "num_seeds"),
         (dict(train_fraction=1.0), "train_fraction"),
         (dict(homophily=(0.5, 1.5)), "homophily"),
@@ -519,3 +678,26 @@ def test_entry_index_equals_searchsorted_including_ties(uniform):
         ]
     ).view(-1, 1)  # includes every threshold and its neighbours
     assert torch.equal(le.entry_index(h, t), torch.searchsorted(t, h))
+
+
+def _bad_call(name):
+    """One call per check added for the bad-input sweep, with ``name`` bad."""
+    x, e = _random_graph(8, 0.4, seed=3)
+    v = le.random_directions(2, 3, generator=_gen(1), dtype=torch.float64)
+    nan_v = v.clone()
+    nan_v[0, 0] = float("nan")
+    calls = {
+        "k": lambda: le.ego_moments(x, e, 0, v),
+        "v": lambda: le.ego_moments(x, e, 1, nan_v),
+        "eps": lambda: le.ego_moments(x, e, 1, v, eps=0.0),
+        "cfg": lambda: le.shape_graph_of("cfg", 0),
+        "seed": lambda: le.shape_graph_of(le.SMOKE, -1),
+        "h": lambda: le.csbm_seed(le.SMOKE, 1.5, 0, "cpu", methods=("lect",)),
+    }
+    return calls[name]
+
+
+@pytest.mark.parametrize("name", ["k", "v", "eps", "cfg", "seed", "h"])
+def test_sweep_checks_name_the_argument(name):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}: expected"):
+        _bad_call(name)()

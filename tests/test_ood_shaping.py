@@ -365,7 +365,10 @@ def test_run_experiment_tiny():
     assert res["methods"] == list(O.METHODS) and res["sets"][-1] == "average"
     for m in O.METHODS:
         assert 0 <= res["table"][m]["average"]["auroc"] <= 100
-    assert res["best_hand_designed"] in O.SHAPING and len(res["accuracy"]) == 2
+    assert len(res["accuracy"]) == 2
+    assert all(m in O.SHAPING for m in res["best_on_validation"])
+    for chosen in res["chosen"]:
+        assert all(chosen[m] in O.GRIDS[m] for m in O.GRIDS)
 
 
 # --- CPU / GPU parity -----------------------------------------------------------------
@@ -444,7 +447,269 @@ def test_solve_shaping_starts_from_init():
     p_id = p_id / p_id.sum()
     p_ood = p_id.flip(0)
     g0 = torch.sqrt(grid.knots * grid.knots[-1])
-    g, _ = O.solve_shaping(p_id, p_ood, grid, steps=1, lr=1e-12, smooth=0.0, init=g0)
+    kw = dict(steps=1, lr=1e-12, smooth=0.0)
+    g, _ = O.solve_shaping(p_id, p_ood, grid, init=g0, scale="unconstrained", **kw)
     assert torch.allclose(g, g0, rtol=1e-6, atol=1e-9)
-    g, _ = O.solve_shaping(p_id, p_ood, grid, steps=1, lr=1e-12, smooth=0.0)
-    assert torch.allclose(g, grid.knots, rtol=1e-6, atol=1e-9)
+    # with the scale fixed, the start is g0 rescaled to E_ID[g²] = E_ID[X²]
+    g, _ = O.solve_shaping(p_id, p_ood, grid, init=g0, **kw)
+    c = float((p_id @ grid.knots**2 / (p_id @ g0**2)).sqrt())
+    assert torch.allclose(g, c * g0, rtol=1e-6, atol=1e-9) and abs(c - 1) > 0.05
+    for scale in O.SCALES:
+        g, _ = O.solve_shaping(p_id, p_ood, grid, scale=scale, **kw)
+        assert torch.allclose(g, grid.knots, rtol=1e-6, atol=1e-9)
+
+
+def test_fixed_scale_prevents_the_collapse():
+    """At a large β the unconstrained flow lowers L by shrinking g below the channel
+    noise (every term of eq. 2 tends to 0 with g/σ); with the scale fixed the second
+    moment stays E_ID[X²] at every step and g keeps a range far above σ."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.relu(torch.randn(20000, generator=g, dtype=torch.float64))
+    grid = O.make_grid(3.0, 24)
+    p_id = O.histogram(x, grid)
+    p_ood = O.histogram(O.ood_law_samples(x, "weaker+tail", 1.0, generator=g), grid)
+    kw = dict(beta=2.0, sigma=0.05, steps=150)
+    g_un, h_un = O.solve_shaping(p_id, p_ood, grid, scale="unconstrained", **kw)
+    g_fx, h_fx = O.solve_shaping(p_id, p_ood, grid, **kw)
+    sigma_x = 0.05 * 3.0  # σ in units of x
+    assert float(g_un.max() - g_un.min()) < sigma_x  # collapsed below the noise
+    assert abs(h_un[-1]) < 0.05 < h_un[0]  # L → 0, the value of a constant g
+    assert float(g_fx.max() - g_fx.min()) > 5 * sigma_x
+    assert float(p_id @ g_fx**2) == pytest.approx(float(p_id @ grid.knots**2))
+    assert h_fx[-1] < h_fx[0]
+    with pytest.raises(ValueError, match="scale: expected one of"):
+        O.solve_shaping(p_id, p_ood, grid, scale="free")
+    with pytest.raises(TypeError, match="scale: expected one of"):
+        O.solve_shaping(p_id, p_ood, grid, scale=1.0)
+    assert O.SMOKE.g_scale == "fixed"
+    with pytest.raises(ValueError, match="g_scale: expected one of"):
+        O.Config(g_scale="free")
+
+
+# --- validation sets, the selection procedure, the free family, the claims -----------
+def test_jigsaw_permutes_blocks_and_validation_sets():
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(5, 784, generator=g)
+    y = O.jigsaw(x, g)
+    blocks = lambda t: (
+        t.reshape(-1, 4, 7, 4, 7).permute(0, 1, 3, 2, 4).reshape(-1, 16, 49)
+    )
+    for i in range(5):  # the same 16 blocks, in another order
+        a = sorted(map(tuple, blocks(x)[i].tolist()))
+        b = sorted(map(tuple, blocks(y)[i].tolist()))
+        assert a == b
+    assert not torch.equal(x, y)
+    noise = O.smooth_noise(7, g)
+    assert (
+        noise.shape == (7, 784) and 0 <= float(noise.min()) <= float(noise.max()) <= 1
+    )
+    sets = O.validation_sets(6, g, torch.rand(20, 784, generator=g))
+    assert tuple(sets) == O.VAL_SETS and all(v.shape == (6, 784) for v in sets.values())
+    with pytest.raises(ValueError, match="block: expected a divisor of 28"):
+        O.jigsaw(x, g, block=5)
+    with pytest.raises(ValueError, match="n: expected an int"):
+        O.smooth_noise(0, g)
+    with pytest.raises(ValueError, match="mnist_valid: expected shape"):
+        O.validation_sets(3, g, torch.rand(4, 10))
+
+
+def test_selection_budget_and_choice(head):
+    h, W, b = head
+    assert all(len(v) == O.BUDGET for v in O.GRIDS.values())
+    g = torch.Generator().manual_seed(0)
+    h_val = {"a": h * 3.0, "b": h[:, torch.randperm(12, generator=g)]}
+    cfg = dataclasses.replace(O.SMOKE, steps=5, n_activations=1000)
+    for m in ("react", "ash_s", "dice", "vra_p", "optfs"):
+        setting, fitted, table = O.select(cfg, m, W, b, h, h, h_val, g)
+        assert set(table) == set(O.GRIDS[m])
+        assert table[setting] == max(table.values())
+        first_best = next(k for k, v in table.items() if v == max(table.values()))
+        assert setting == first_best  # ties go to the first in the grid
+        s = O.score_method(m, fitted, h, W, b)
+        assert s.shape == (h.shape[0],)
+    assert O.percentile_values(h, [10, 90]) == pytest.approx(
+        [O.percentile_value(h, 10), O.percentile_value(h, 90)]
+    )
+    with pytest.raises(ValueError, match="method: expected one of"):
+        O.fit_setting(cfg, "msp", None, W, b, h, g)
+    with pytest.raises(TypeError, match="fitted: expected the dict"):
+        O.score_method("react", None, h, W, b)
+    with pytest.raises(TypeError, match="h_val_ood: expected a non-empty dict"):
+        O.select(cfg, "react", W, b, h, h, {}, g)
+    with pytest.raises(TypeError, match="ps: expected a non-empty sequence"):
+        O.percentile_values(h, [])
+    with pytest.raises(ValueError, match=r"ps\[1\]: expected a number in \[0, 100\]"):
+        O.percentile_values(h, [5, 150])
+
+
+def test_free_family_can_turn_down_and_same_law():
+    """The free family reaches shapes the non-decreasing one cannot: with OOD mass only
+    in the top bins, the flow moves them (either way) and slopes may become negative;
+    the non-decreasing family keeps every slope positive."""
+    grid = O.make_grid(1.0, 16)
+    p_id = torch.zeros(17, dtype=torch.float64)
+    p_id[1:9] = 1.0
+    p_id /= p_id.sum()
+    p_ood = 0.5 * p_id.clone()
+    p_ood[12:] += 0.5 / 5
+    g_mono, _ = O.solve_shaping(p_id, p_ood, grid, beta=0.5, sigma=0.05, steps=100)
+    assert bool((torch.diff(g_mono) > 0).all())
+    g_free, _ = O.solve_shaping(
+        p_id, p_ood, grid, beta=0.5, sigma=0.05, steps=100, family="free"
+    )
+    assert g_free.shape == g_mono.shape and float(g_free[0]) == 0.0
+    g_down = O.solve_shaping(
+        p_id,
+        p_ood,
+        grid,
+        steps=1,
+        lr=1e-12,
+        smooth=0.0,
+        family="free",
+        init=torch.sin(3 * grid.knots),
+    )[0]
+    assert float(torch.diff(g_down).min()) < 0  # a start that turns down is allowed
+    with pytest.raises(ValueError, match="family: expected one of"):
+        O.solve_shaping(p_id, p_ood, grid, family="convex")
+    x = torch.rand(100, dtype=torch.float64)
+    assert torch.equal(O.ood_law_samples(x, "same"), x)
+
+
+def test_slope_ratios_identity_and_clip():
+    g = torch.Generator().manual_seed(0)
+    h = torch.relu(torch.randn(200, 8, generator=g, dtype=torch.float64))
+    knots = torch.linspace(0, 5, 51, dtype=torch.float64)
+    r = O.slope_ratios(h, knots, knots)
+    assert r["top"] == pytest.approx(1.0) and r["bottom"] == pytest.approx(1.0)
+    clipped = knots.clamp(max=float(h[h > 0].quantile(0.9)))
+    assert O.slope_ratios(h, knots, clipped)["top"] < 0.2
+
+
+def test_claims_are_declared():
+    ids = [c.id for c in O.CLAIMS]
+    assert len(set(ids)) == len(ids) >= 3
+    assert all(c.control for c in O.CLAIMS if c.rule is not None)
+    assert not set(O.NOTEBOOK_SEEDS) & set(O.TUNING_SEEDS)
+
+
+def _tiny_run(h, W, b):
+    return O.SeedRun(
+        0,
+        W,
+        b,
+        h,
+        h,
+        {"a": h},
+        0.9,
+        {m: 0 for m in O.METHODS},
+        {},
+        {m: {0: 0.5} for m in O.METHODS},
+        {m: {"id": torch.rand(5), "a": torch.rand(5)} for m in O.METHODS},
+        [],
+    )
+
+
+@pytest.mark.parametrize(
+    "call, err, name",
+    [
+        (
+            lambda h, W, b, g: O.fit_setting("x", "react", 90.0, W, b, h, g),
+            TypeError,
+            "cfg",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(O.SMOKE, "react", 101.0, W, b, h, g),
+            ValueError,
+            "setting",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(
+                O.SMOKE, "vra_p", (95.0, 50.0), W, b, h, g
+            ),
+            ValueError,
+            "setting",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(O.SMOKE, "optfs", 0, W, b, h, g),
+            ValueError,
+            "setting",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(
+                O.SMOKE, "kl_ib", ("x", "free", 1.0), W, b, h, g
+            ),
+            ValueError,
+            r"setting\[0\]",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(O.SMOKE, "react", 90.0, W[:, :3], b, h, g),
+            ValueError,
+            "W",
+        ),
+        (
+            lambda h, W, b, g: O.fit_setting(
+                O.SMOKE, "react", 90.0, W, b, h * math.nan, g
+            ),
+            ValueError,
+            "h_fit",
+        ),
+        (
+            lambda h, W, b, g: O.select(O.SMOKE, "bogus", W, b, h, h, {"a": h}, g),
+            ValueError,
+            "method",
+        ),
+        (
+            lambda h, W, b, g: O.select(O.SMOKE, "react", W, b, h, h[:0], {"a": h}, g),
+            ValueError,
+            "h_val_id",
+        ),
+        (
+            lambda h, W, b, g: O.select(
+                O.SMOKE, "react", W, b, h, h, {"a": h.long()}, g
+            ),
+            TypeError,
+            "h_val_ood",
+        ),
+        (
+            lambda h, W, b, g: O.slope_ratios(h * math.nan, h[0], h[0]),
+            ValueError,
+            "h_fit",
+        ),
+        (lambda h, W, b, g: O.slope_ratios(h, "x", h[0]), TypeError, "knots"),
+        (
+            lambda h, W, b, g: O.slope_ratios(
+                h, torch.linspace(0, 1, 5, dtype=h.dtype), h[0, :4]
+            ),
+            ValueError,
+            "g",
+        ),
+        (
+            lambda h, W, b, g: O.slope_ratios(
+                -h - 1, torch.linspace(0, 1, 4, dtype=h.dtype), h[0, :4]
+            ),
+            ValueError,
+            "h_fit",
+        ),
+        (lambda h, W, b, g: O.claims_from_runs(O.SMOKE, []), ValueError, "runs"),
+        (lambda h, W, b, g: O.claims_from_runs(O.SMOKE, 3), TypeError, "runs"),
+        (
+            lambda h, W, b, g: O.best_on_validation(_tiny_run(h, W, b), 3),
+            TypeError,
+            "methods",
+        ),
+        (
+            lambda h, W, b, g: O.best_on_validation(_tiny_run(h, W, b), ()),
+            ValueError,
+            "methods",
+        ),
+        (
+            lambda h, W, b, g: O.best_on_validation(_tiny_run(h, W, b), ["bogus"]),
+            ValueError,
+            "methods",
+        ),
+    ],
+)
+def test_selection_and_claims_inputs_are_checked(head, call, err, name):
+    h, W, b = head
+    with pytest.raises(err, match=rf"{name}.*: expected"):
+        call(h, W, b, torch.Generator().manual_seed(0))

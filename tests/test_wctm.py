@@ -23,41 +23,13 @@ def gen(seed=0):
     return torch.Generator().manual_seed(seed)
 
 
-# ---------------------------------------------------------------- naive references
-def naive_ctm(cal, test, u):
-    z = np.concatenate([cal, test])
-    n = len(cal)
-    out = []
-    for t in range(len(test)):
-        k = n + t
-        gt = np.sum(z[:k] > z[k])
-        eq = np.sum(z[: k + 1] == z[k])
-        out.append((gt + u[t] * eq) / (k + 1))
-    return np.array(out)
-
-
-def naive_weighted(cal, cal_w, test, test_w, u, alpha):
-    out = []
-    for t in range(len(test)):
-        s = np.append(cal, test[t])
-        w = np.append(cal_w, test_w[t])
-        w = w / w.sum()
-        tied = w[s == test[t]].sum()
-        greater = w[s > test[t]].sum()
-        out.append(greater + u[t] * tied if tied < alpha else greater)
-    return np.array(out)
-
-
-def naive_wquantile(cal, cal_w, test_w, alpha):
-    out = []
-    for t in range(len(test_w)):
-        s = np.append(cal, np.inf)
-        w = np.append(cal_w, test_w[t])
-        w = w / w.sum()
-        o = np.argsort(s, kind="stable")
-        c = np.cumsum(w[o])
-        out.append(s[o][np.argmax(c >= (1 - alpha) * (1 - 1e-12))])
-    return np.array(out)
+# naive references: lib/wctm/reference.py (shared with the benchmark and the notebook)
+from lib.wctm.reference import (  # noqa: E402
+    naive_ctm,
+    naive_jumper,
+    naive_weighted,
+    naive_wquantile,
+)
 
 
 # ---------------------------------------------------------------- p-values
@@ -275,8 +247,14 @@ def test_pipeline_small_synthetic():
     assert out["p_watch"].shape == (6, 300) and bool(
         ((out["p_watch"] >= 0) & (out["p_watch"] <= 1)).all()
     )
-    assert bool((out["watch_ville"] >= cfg.changepoint).all())
-    assert bool((out["diagnosis"] == 3).all())
+    alarm = out["watch_ville"]
+    assert bool(((alarm >= cfg.changepoint) | (alarm < 0)).all())  # no false alarm
+    assert bool((out["adapt_start"] >= cfg.changepoint).all())
+    # with the calibration set alone as reference (our first version) every stream
+    # alarms and is diagnosed as extreme shift
+    cal_only, _, _ = wctm.run_synthetic(cfg, "extreme", pr=False, reference="cal")
+    assert bool((cal_only["watch_ville"] >= cfg.changepoint).all())
+    assert bool((cal_only["diagnosis"] == 3).all())
 
 
 # ---------------------------------------------------------------- bad inputs
@@ -357,3 +335,198 @@ def test_cpu_cuda_parity():
     torch.testing.assert_close(
         a["log_m_watch"], b["log_m_watch"].cpu(), atol=1e-5, rtol=1e-6
     )
+
+
+# ---------------------------------------------------------------- official adaptation
+def test_adaptation_start_follows_the_official_triggers():
+    g = gen(3)
+    p = torch.rand(4, 300, generator=g, dtype=torch.float64) ** 3  # wealth grows
+    lm = composite_jumper(p)
+    ville = first_alarm(lm, 100.0)
+    start = wctm.adaptation_start(lm, "ville", 100.0, 1000.0)
+    assert torch.equal(start, torch.where(ville >= 0, ville, 300))
+    sr = first_alarm(shiryaev_roberts(lm), 1000.0)
+    start = wctm.adaptation_start(lm, "sr", 100.0, 1000.0)
+    want = torch.where((sr >= 0) & ((ville < 0) | (sr < ville)), sr, 300)
+    assert torch.equal(start, want)
+    flat = torch.zeros(2, 50, dtype=torch.float64)  # M_t = 1: never adapts
+    assert torch.equal(
+        wctm.adaptation_start(flat, "sr", 100.0, 1000.0), torch.full((2,), 50)
+    )
+    with pytest.raises(ValueError, match="trigger: expected one of"):
+        wctm.adaptation_start(flat, "cusum", 100.0, 1000.0)
+
+
+@pytest.mark.parametrize("reference", ["cal+pre", "cal"])
+def test_adaptive_pvalues_match_naive_reference_set(reference):
+    """With unit weights (classifier never fitted) the p-values and radii are the
+    naive ones over calibration + pre-adaptation test points (official) or cal only."""
+    g = gen(4)
+    S, n, T = 3, 40, 30
+    cal = torch.randint(0, 8, (S, n), generator=g).double()
+    test = torch.randint(0, 9, (S, T), generator=g).double()
+    cx, tx = (
+        torch.rand(S, n, 1, generator=g).double(),
+        torch.rand(S, T, 1, generator=g).double(),
+    )
+    u = torch.rand(S, T, generator=g, dtype=torch.float64)
+    adapt = torch.tensor([5, 12, 30])
+    out = wctm.adaptive_pvalues(
+        cal,
+        test,
+        cx,
+        tx,
+        u,
+        adapt,
+        0.1,
+        ratio="logistic",
+        reference=reference,
+        min_fit=1000,
+    )
+    for s in range(S):
+        a = int(adapt[s])
+        ref = (
+            cal[s].numpy()
+            if reference == "cal"
+            else torch.cat([cal[s], test[s, :a]]).numpy()
+        )
+        if a == T:
+            assert bool(torch.isnan(out["p"][s]).all())
+            continue
+        want = naive_weighted(
+            ref,
+            np.ones(len(ref)),
+            test[s, a:].numpy(),
+            np.ones(T - a),
+            u[s, a:].numpy(),
+            0.1,
+        )
+        np.testing.assert_allclose(out["p"][s, a:].numpy(), want, atol=1e-12)
+        q = naive_wquantile(ref, np.ones(len(ref)), np.ones(T - a), 0.1)
+        np.testing.assert_allclose(out["q"][s, a:].numpy(), q)
+        assert bool(torch.isnan(out["p"][s, :a]).all())
+
+
+@pytest.mark.parametrize("ratio", ["mlp", "logistic"])
+def test_online_ratio_learns_the_tilt(ratio):
+    """Benign tilt exp(3x): the weight of the current point grows with x, for both
+    classifiers (MLP every step, logistic every 10 steps)."""
+    g = gen(5)
+    b, _ = wctm.synthetic_streams("benign", 4, g, 3.0, n_cal=300, T=400, changepoint=0)
+    u = wctm.uniforms(4, 400, g)
+    out = wctm.adaptive_pvalues(
+        b.cal_scores,
+        b.test_scores,
+        b.cal_x,
+        b.test_x,
+        u,
+        torch.zeros(4, dtype=torch.long),
+        ratio=ratio,
+        refit_every=1 if ratio == "mlp" else 10,
+    )
+    w, x = out["w_test"][:, 200:], b.test_x[:, 200:, 0]
+    hi, lo = w[x > 0.8].mean(), w[x < 0.2].mean()
+    assert float(hi / lo) > 5  # true ratio e^{3 * 0.8} / e^{3 * 0.2} ~ 6.0 on average
+    assert bool(((out["p"][:, 200:] >= 0) & (out["p"][:, 200:] <= 1)).all())
+
+
+def test_adaptive_pvalues_bad_inputs():
+    x = torch.zeros(2, 5, dtype=torch.float64)
+    f = torch.zeros(2, 5, 1, dtype=torch.float64)
+    ok = torch.zeros(2, dtype=torch.long)
+    with pytest.raises(ValueError, match="adapt: expected test indices"):
+        wctm.adaptive_pvalues(x, x, f, f, x, ok - 1)
+    with pytest.raises(ValueError, match="ratio: expected one of"):
+        wctm.adaptive_pvalues(x, x, f, f, x, ok, ratio="forest")
+    with pytest.raises(ValueError, match="reference: expected one of"):
+        wctm.adaptive_pvalues(x, x, f, f, x, ok, reference="all")
+    with pytest.raises(ValueError, match="alpha: expected a level"):
+        wctm.adaptive_pvalues(x, x, f, f, x, ok, alpha=1.0)
+    with pytest.raises(TypeError, match="anticonservative: expected a bool"):
+        wctm.adaptive_pvalues(x, x, f, f, x, ok, anticonservative=1)
+    with pytest.raises(ValueError, match="mlp_batch"):
+        wctm.adaptive_pvalues(x, x, f, f, x, ok, mlp_batch=0)
+    with pytest.raises(TypeError, match="params: expected the dict of mlp_init"):
+        wctm.mlp_logit({}, f)
+    with pytest.raises(ValueError, match="trigger"):
+        wctm.Config(trigger="cusum")
+    with pytest.raises(ValueError, match="ratio"):
+        wctm.Config(ratio="forest")
+
+
+def test_naive_references_reject_bad_inputs():
+    with pytest.raises(ValueError, match="cal: expected a non-empty 1-D array"):
+        naive_ctm([], [1.0], [0.5])
+    with pytest.raises(ValueError, match="u: expected shape"):
+        naive_ctm([1.0], [1.0, 2.0], [0.5])
+    with pytest.raises(ValueError, match="alpha: expected a number"):
+        naive_weighted([1.0], [1.0], [1.0], [1.0], [0.5], 0.0)
+    np.testing.assert_allclose(
+        naive_jumper(np.full((1, 3), 0.5)), np.zeros((1, 3)), atol=1e-12
+    )
+
+
+def _new_check_calls():
+    """Calls with one bad argument each, for the checks added for the bad-input sweep:
+    (argument name, exception, thunk)."""
+    g = gen(7)
+    S, n, T = 2, 20, 30
+    b, _ = wctm.synthetic_streams("benign", S, g, None, 40, n, T, 10)
+    u = torch.rand(S, T, generator=g, dtype=torch.float64)
+    lm = torch.randn(S, T, generator=g, dtype=torch.float64).cumsum(1)
+    ad = dict(
+        cal_scores=b.cal_scores,
+        test_scores=b.test_scores,
+        cal_x=b.cal_x,
+        test_x=b.test_x,
+        u=u,
+        adapt=torch.tensor([5, 10]),
+        ratio="logistic",
+    )
+    nan_u = u.clone()
+    nan_u[0, 0] = float("nan")
+    inf_lm = lm.clone()
+    inf_lm[0, 0] = float("inf")
+    return [
+        (
+            "adapt_threshold",
+            ValueError,
+            lambda: wctm.watch_monitor(b, u, pr=False, adapt_threshold=0.0),
+        ),
+        (
+            "adapt_threshold",
+            TypeError,
+            lambda: wctm.watch_monitor(b, u, pr=False, adapt_threshold="x"),
+        ),
+        (
+            "x_sched_threshold",
+            ValueError,
+            lambda: wctm.watch_monitor(b, u, pr=False, x_sched_threshold=float("inf")),
+        ),
+        (
+            "log_m_x",
+            ValueError,
+            lambda: wctm.adaptation_start(lm[:0], "ville", 100.0, 100.0),
+        ),
+        (
+            "log_m_x",
+            ValueError,
+            lambda: wctm.adaptation_start(inf_lm, "ville", 100.0, 100.0),
+        ),
+        (
+            "cal_scores",
+            ValueError,
+            lambda: wctm.adaptive_pvalues(**{**ad, "cal_scores": b.cal_scores[:0]}),
+        ),
+        ("u", ValueError, lambda: wctm.adaptive_pvalues(**{**ad, "u": nan_u})),
+        ("alpha", TypeError, lambda: wctm.adaptive_pvalues(**ad, alpha="x")),
+        ("cfg", TypeError, lambda: wctm.values_from_runs("cfg", {})),
+        ("runs", TypeError, lambda: wctm.values_from_runs(wctm.SMOKE, "runs")),
+    ]
+
+
+@pytest.mark.parametrize("i", range(10))
+def test_new_input_checks_name_the_argument(i):
+    name, exc, call = _new_check_calls()[i]
+    with pytest.raises(exc, match=rf"^{name}: expected"):
+        call()

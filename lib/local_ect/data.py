@@ -20,7 +20,15 @@ from lib.common import (
     check_tensor,
 )
 
-__all__ = ["Graph", "shape_graph", "csbm", "split", "edge_homophily"]
+__all__ = [
+    "Graph",
+    "shape_graph",
+    "moment_graph",
+    "MOMENT_RINGS",
+    "csbm",
+    "split",
+    "edge_homophily",
+]
 
 
 @dataclass
@@ -238,3 +246,74 @@ def edge_homophily(edge_index: torch.Tensor, y: torch.Tensor) -> float:
             "got none"
         )
     return float((a[ok] == b[ok]).float().mean())
+
+
+#: squared ring radii (as shares of ``radius²``) and ring sizes of the two classes of
+#: :func:`moment_graph`: two rings of 9 points against three rings of 6. Both sets
+#: have mean 1/2, variance 0.09 and skewness 0 of the squared radius, so every projected
+#: moment of order ≤ 5 agrees in every direction (order 8 differs on average).
+MOMENT_RINGS = (
+    ((0.2, 0.8), 9),
+    ((0.5 - math.sqrt(0.135), 0.5, 0.5 + math.sqrt(0.135)), 6),
+)
+
+
+def moment_graph(
+    num_centres: int,
+    noise_degree: int = 0,
+    centre_degree: int = 2,
+    radius: float = 0.85,
+    shift: float = 0.1,
+    *,
+    generator: torch.Generator | None = None,
+    device=None,
+) -> Graph:
+    """Classes that no moment of order ≤ 5 of the neighbours' features can tell apart.
+
+    Each labelled centre c has 18 private neighbours (*satellites*) on concentric
+    regular polygons, each polygon with its own random phase: class 0 has two rings of
+    9 points with squared radii (0.2, 0.8)·radius², class 1 three rings of 6 points
+    with squared radii (0.5 − √0.135, 0.5, 0.5 + √0.135)·radius² (:data:`MOMENT_RINGS`).
+    For a regular p-gon Σ_k ⟨x_k, ω⟩^q is the same for every phase and direction when q
+    < p, and equals p·r^q·c_q; both classes have the same mean r², r⁴ (and r⁶) per
+    point, so in every direction the projected mean, variance, skewness, kurtosis and
+    5th moment agree exactly, whatever the phases. All satellites are then moved by
+    one common random offset (std ``shift``), and centres' features are N(0, shift²)
+    whatever the class. Satellites get ``noise_degree`` random satellite-satellite
+    edges each (0: leaves, the default, so that message passing sees every satellite
+    unmixed), centres ``centre_degree`` random centre-centre edges.
+    """
+    C = check_int("num_centres", num_centres, minimum=2)
+    q = check_int("noise_degree", noise_degree, minimum=0)
+    cd = check_int("centre_degree", centre_degree, minimum=0)
+    radius = check_positive("radius", radius)
+    shift = check_positive("shift", shift)
+    g = check_generator("generator", generator)
+    y_c = (torch.arange(C) % 2)[torch.randperm(C, generator=g)]  # (C,) balanced
+    sets = []
+    for squares, p in MOMENT_RINGS:  # one (C, m, 2) point set per class
+        rings = []
+        for s in squares:
+            phase = 2 * math.pi * torch.rand(C, 1, generator=g)  # (C, 1)
+            ang = phase + 2 * math.pi * torch.arange(p) / p  # (C, p)
+            r = radius * math.sqrt(s)
+            rings.append(r * torch.stack([ang.cos(), ang.sin()], dim=-1))
+        sets.append(torch.cat(rings, dim=1))  # (C, m, 2)
+    m = sets[0].shape[1]
+    offset = shift * torch.randn(C, 1, 2, generator=g)
+    sat = torch.where(y_c.view(C, 1, 1) == 0, sets[0], sets[1]) + offset  # (C, m, 2)
+    x = torch.cat([shift * torch.randn(C, 2, generator=g), sat.reshape(C * m, 2)])
+    owner = torch.arange(C).repeat_interleave(m)
+    sat_id = C + torch.arange(C * m)
+    src = [owner, torch.randint(0, C, (C * cd,), generator=g), sat_id.repeat(q)]
+    dst = [
+        sat_id,
+        torch.randint(0, C, (C * cd,), generator=g),
+        C + torch.randint(0, C * m, (C * m * q,), generator=g),
+    ]
+    src, dst = torch.cat(src), torch.cat(dst)
+    keep = src != dst
+    y = torch.cat([y_c, torch.full((C * m,), -1)])
+    return Graph(
+        x.float(), _both_directions(src[keep], dst[keep]), y, torch.arange(C)
+    ).to(device)

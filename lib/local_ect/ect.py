@@ -285,7 +285,7 @@ def ect(
     h = heights(x, v, check=False)  # (N, K)
     T, K = t.numel(), v.shape[1]
     if scale is None:
-        return _ect_exact(h, t, batch, B, edge_index).to(x.dtype)
+        return _ect_exact(h, t, batch, B, edge_index, x.dtype)
     out = torch.zeros(B, T, K, device=x.device, dtype=x.dtype)
     out.index_add_(
         0, batch, step(h, t, scale, check=False)
@@ -308,16 +308,28 @@ def entry_index(
     ``check=False`` skips the input checks."""
     if check:
         _check_heights(h, t)
-    return torch.searchsorted(t.contiguous(), h.contiguous())
+    T = t.numel()
+    if T < 3 or T * h.numel() < 4096:
+        return torch.searchsorted(t.contiguous(), h.contiguous())
+    step = (t[-1] - t[0]) / (T - 1)
+    grid = t[0] + step * torch.arange(T, device=t.device, dtype=t.dtype)
+    if not bool(((t - grid).abs() <= 1e-3 * step).all()):  # not evenly spaced
+        return torch.searchsorted(t.contiguous(), h.contiguous())
+    # evenly spaced: a guess by arithmetic, off by at most one, then corrected against
+    # the thresholds themselves, so ties are resolved exactly as searchsorted does
+    j = torch.ceil((h - t[0]) / step).clamp_(0, T).long()
+    top = torch.cat([t, t.new_full((1,), torch.inf)])  # top[T] = ∞
+    j += (top[j] < h).long()  # guess too low: t_j < h
+    below = (j - 1).clamp(min=0)
+    j -= ((j > 0) & (t[below] >= h)).long()  # guess too high: t_{j−1} ≥ h
+    return j
 
 
 def _count(counts: torch.Tensor, flat: torch.Tensor, sign: int) -> torch.Tensor:
-    """counts[flat] += sign, with repeated indices (bincount on the CPU, index_add
-    elsewhere)."""
-    if flat.device.type == "cpu":
-        add = torch.bincount(flat, minlength=counts.numel())
-        return counts + add if sign > 0 else counts - add
-    return counts.index_add_(0, flat, torch.full_like(flat, sign))
+    """counts[flat] += sign, with repeated indices (one ``index_add_``, in the counts'
+    dtype, on any device)."""
+    one = torch.ones((), dtype=counts.dtype, device=counts.device)
+    return counts.index_add_(0, flat, one.expand(flat.numel()), alpha=sign)
 
 
 def binned_ect(
@@ -328,6 +340,7 @@ def binned_ect(
     je: torch.Tensor | None = None,
     edge_owner: torch.Tensor | None = None,
     *,
+    dtype: torch.dtype = torch.long,
     check: bool = True,
 ) -> torch.Tensor:
     """Exact eq. (1) from entry indices: vertex rows ``j`` (N, K) of graphs ``owner``
@@ -335,12 +348,15 @@ def binned_ect(
     threshold j_c, so χ(t_j) = Σ_{c: j_c ≤ j} ±1: bin the entries, then a cumulative sum
     over thresholds. (B, T, K). Entry indices lie in [0, T] (T: never enters) and graph
     ids in [0, B); ``check=False`` skips the input checks (the ECT functions, which
-    built them)."""
+    built them). ``dtype``: of the counts and the result (a float dtype saves a
+    conversion)."""
     if check:
         _check_binned(j, owner, num_graphs, num_thresholds, je, edge_owner)
+        if not isinstance(dtype, torch.dtype) or dtype == torch.bool:
+            raise TypeError(f"dtype: expected a numeric torch.dtype, got {dtype!r}")
     B, T, K = num_graphs, num_thresholds, j.shape[1]
     k = torch.arange(K, device=j.device)
-    counts = torch.zeros(B * (T + 1) * K, dtype=torch.long, device=j.device)
+    counts = torch.zeros(B * (T + 1) * K, dtype=dtype, device=j.device)
     counts = _count(
         counts, ((owner.unsqueeze(1) * (T + 1) + j) * K + k).reshape(-1), +1
     )
@@ -382,7 +398,7 @@ def _check_binned(j, owner, num_graphs, num_thresholds, je, edge_owner) -> None:
             )
 
 
-def _ect_exact(h, t, batch, B, edge_index):
+def _ect_exact(h, t, batch, B, edge_index, dtype):
     j = entry_index(h, t, check=False)  # (N, K) in [0, T]; T = never enters
     je = owner_e = None
     if edge_index is not None and edge_index.numel():
@@ -390,7 +406,7 @@ def _ect_exact(h, t, batch, B, edge_index):
             j[edge_index[0]], j[edge_index[1]]
         )  # (E, K): heights are monotone in j
         owner_e = batch[edge_index[0]]
-    return binned_ect(j, batch, B, t.numel(), je, owner_e, check=False)
+    return binned_ect(j, batch, B, t.numel(), je, owner_e, dtype=dtype, check=False)
 
 
 def rotation_distance_2d(

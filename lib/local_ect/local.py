@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_int, check_tensor
+from lib.common import check_int, check_positive, check_tensor
 from .ect import (
     _check_edges,
     _check_scale,
@@ -45,6 +45,7 @@ __all__ = [
     "local_ect",
     "local_ect_features",
     "ego_mean",
+    "ego_moments",
     "normalize_max",
 ]
 
@@ -283,7 +284,7 @@ def local_ect(
         if emask is not None:
             owner_e, e = emask.indices()
             je = torch.maximum(j[edges[0][e]], j[edges[1][e]])  # (E_b, K)
-        out = binned_ect(j[mem], pos, B, T, je, owner_e, check=False).to(x.dtype)
+        out = binned_ect(j[mem], pos, B, T, je, owner_e, dtype=x.dtype, check=False)
         return normalize_max(out, check=False) if normalize else out
     masks = masks.to(x.dtype)
     out = torch.sparse.mm(
@@ -348,3 +349,46 @@ def ego_mean(
     )  # (B, n)
     size = torch.sparse.sum(masks, dim=1).to_dense().unsqueeze(1)  # (B, 1)
     return torch.sparse.mm(masks, x) / size
+
+
+def ego_moments(
+    x: torch.Tensor,
+    edge_index: torch.Tensor,
+    k: int,
+    v: torch.Tensor,
+    order: int = 4,
+    *,
+    nodes: torch.Tensor | None = None,
+    eps: float = 1e-8,
+) -> torch.Tensor:
+    """Moments of the projected features over each k-hop ego graph, the moment
+    aggregator baseline: for every direction ω (column of ``v``, the ℓ-ECT's own
+    directions) the mean μ and standard deviation σ of {⟨x_u, ω⟩ : u ∈ N_k(c)}, then
+    the standardised central moments E[(h − μ)^q] / σ^q for q = 3 … ``order``.
+    ``order=2`` is the mean/std aggregator. Returns (B, order·K), blocks in that
+    order."""
+    _check_features(x)
+    check_tensor(
+        "v", v, shape=(x.shape[1], None), floating=True, nonempty=True, finite=True
+    )
+    order = check_int("order", order, minimum=1)
+    # a 0-hop ego graph is the centre alone: no spread to take moments of
+    check_int("k", k, minimum=1)
+    check_positive("eps", eps)
+    masks = ego_masks(edge_index, x.shape[0], k, nodes=nodes, device=x.device)
+    pos, mem = masks.indices()  # (P,)
+    B = masks.shape[0]
+    h = heights(x, v.to(x.dtype), check=False)  # (n, K)
+    size = torch.bincount(pos, minlength=B).to(x.dtype).unsqueeze(1)  # (B, 1)
+    mu = torch.zeros(B, h.shape[1], dtype=x.dtype, device=x.device)
+    mu = mu.index_add_(0, pos, h[mem]) / size  # (B, K)
+    out = [mu]
+    if order >= 2:
+        d = h[mem] - mu[pos]  # (P, K) centred projections
+        var = torch.zeros_like(mu).index_add_(0, pos, d * d) / size
+        sd = var.sqrt()
+        out.append(sd)
+        for q in range(3, order + 1):
+            mq = torch.zeros_like(mu).index_add_(0, pos, d**q) / size
+            out.append(mq / (sd**q + eps))
+    return torch.cat(out, dim=1)

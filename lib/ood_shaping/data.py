@@ -34,8 +34,28 @@ NATURAL = (
     "immunohistochemistry",
 )
 TEXTURES = ("brick", "grass", "gravel")
-#: the OOD sets, in table order
-OOD_SETS = ("fashion", "natural", "texture", "faces", "uniform", "gaussian", "permuted")
+#: scikit-image's printed text (light strokes on a dark ground after inversion, like
+# MNIST) and its microscopy and retina images
+TEXT = ("text", "page")
+MEDICAL = ("cell", "retina", "microaneurysms")
+#: the test OOD sets, in table order (never used to choose a setting)
+OOD_SETS = (
+    "fashion",
+    "natural",
+    "photos",
+    "texture",
+    "text",
+    "medical",
+    "blobs",
+    "faces",
+    "uniform",
+    "gaussian",
+    "permuted",
+    "inverted",
+)
+#: the validation OOD sets, synthetic and built from MNIST's validation split: they
+# choose every method's settings and are disjoint in kind from the test sets
+VAL_SETS = ("jigsaw", "smooth-noise")
 
 
 # --- Fashion-MNIST
@@ -107,7 +127,7 @@ def load_fashion_mnist(
 
 def _grey(img) -> torch.Tensor:
     """An image array (H, W) or (H, W, C) as a float64 grey tensor in [0, 1]."""
-    t = torch.as_tensor(img).double()
+    t = torch.tensor(np.asarray(img, dtype=np.float64))
     if t.ndim == 3:
         t = t[..., :3].mean(dim=-1)
     return t / 255.0 if t.max() > 1.0 else t
@@ -141,23 +161,91 @@ def random_patches(
     pick = torch.randint(len(images), (n,), generator=generator)
     u = torch.rand(n, 2, generator=generator, dtype=torch.float64)
     out = torch.empty(n, 28, 28, dtype=torch.float64)
-    for i in range(n):
-        img = images[int(pick[i])]
-        r = int(u[i, 0] * (img.shape[0] - size + 1))
-        c = int(u[i, 1] * (img.shape[1] - size + 1))
-        crop = img[r : r + size, c : c + size]
-        out[i] = crop.reshape(28, zoom, 28, zoom).mean(dim=(1, 3))  # (28, 28)
+    ar = torch.arange(size)
+    for j, img in enumerate(images):  # all crops of one image at once
+        sel = (pick == j).nonzero().flatten()
+        if sel.numel() == 0:
+            continue
+        r = (u[sel, 0] * (img.shape[0] - size + 1)).long()  # (n_j,) top rows
+        c = (u[sel, 1] * (img.shape[1] - size + 1)).long()
+        crop = img[(r[:, None] + ar)[:, :, None], (c[:, None] + ar)[:, None, :]]
+        out[sel] = crop.reshape(-1, 28, zoom, 28, zoom).mean(
+            dim=(2, 4)
+        )  # (n_j, 28, 28)
     return out.reshape(n, 784).float()
 
 
 def skimage_images(names) -> list | None:
     """Grey tensors of scikit-image's bundled images, or ``None`` when scikit-image is
     absent."""
+    return _skimage_images(tuple(names))
+
+
+@functools.lru_cache(maxsize=8)
+def _skimage_images(names: tuple) -> list | None:
     try:
         from skimage import data as skdata
     except ImportError:
         return None
     return [_grey(getattr(skdata, name)()) for name in names]
+
+
+@functools.lru_cache(maxsize=1)
+def sklearn_photos() -> list:
+    """Grey tensors of scikit-learn's two bundled photographs (china, flower)."""
+    from sklearn.datasets import load_sample_images
+
+    return [_grey(img) for img in load_sample_images().images]
+
+
+def blob_images(generator: torch.Generator, n_images: int = 4) -> list | None:
+    """``n_images`` 512×512 binary-blob images of scikit-image, seeded from
+    ``generator``; ``None`` when scikit-image is absent."""
+    try:
+        from skimage.data import binary_blobs
+    except ImportError:
+        return None
+    seeds = torch.randint(2**31 - 1, (n_images,), generator=generator).tolist()
+    return [torch.as_tensor(binary_blobs(512, rng=int(s))).double() for s in seeds]
+
+
+def jigsaw(x: torch.Tensor, generator: torch.Generator, block: int = 7) -> torch.Tensor:
+    """Each image's (28 / block)² square blocks in a random order (its own order per
+    image); (N, 784)."""
+    _check_images("x", x)
+    check_generator("generator", generator, allow_none=False)
+    block = check_int("block", block, 1)
+    if 28 % block:
+        raise ValueError(f"block: expected a divisor of 28, got {block}")
+    m = 28 // block
+    t = x.cpu().reshape(-1, m, block, m, block).permute(0, 1, 3, 2, 4)
+    t = t.reshape(x.shape[0], m * m, block, block)  # (N, m², b, b)
+    order = torch.argsort(torch.rand(x.shape[0], m * m, generator=generator), dim=1)
+    t = torch.take_along_dim(t, order[:, :, None, None], dim=1)
+    t = t.reshape(-1, m, m, block, block).permute(0, 1, 3, 2, 4)
+    return t.reshape(x.shape[0], 784)
+
+
+def smooth_noise(n: int, generator: torch.Generator) -> torch.Tensor:
+    """Gaussian noise N(0.5, 0.5²) box-blurred over 5×5 pixels, clipped to [0, 1]; (n,
+    784). Blurring gives blob-like structure that none of the test sets has."""
+    n = check_int("n", n, 1)
+    check_generator("generator", generator, allow_none=False)
+    z = 0.5 + 0.5 * torch.randn(n, 1, 32, 32, generator=generator)
+    return F.avg_pool2d(z, 5, stride=1).clamp(0, 1).reshape(n, 784)
+
+
+def validation_sets(n: int, generator: torch.Generator, mnist_valid) -> dict:
+    """The validation OOD sets (:data:`VAL_SETS`), from MNIST validation images; CPU
+    tensors (n, 784)."""
+    n = check_int("n", n, 1)
+    check_generator("generator", generator, allow_none=False)
+    _check_images("mnist_valid", mnist_valid)
+    idx = torch.randperm(mnist_valid.shape[0], generator=generator)[:n]
+    return {
+        "jigsaw": jigsaw(mnist_valid[idx].cpu(), generator),
+        "smooth-noise": smooth_noise(n, generator),
+    }
 
 
 def lfw_faces() -> torch.Tensor | None:
@@ -212,11 +300,19 @@ def ood_sets(
         idx = torch.randperm(fashion_test.shape[0], generator=generator)[:n]
         sets["fashion"] = fashion_test[idx].cpu()
     nat, tex = skimage_images(NATURAL), skimage_images(TEXTURES)
+    sets["photos"] = random_patches(sklearn_photos(), n, generator)
     if nat is None:
-        notes.append("natural, texture, faces: skipped (scikit-image not installed)")
+        notes.append(
+            "natural, texture, text, medical, blobs, faces: skipped (scikit-image "
+            "not installed)"
+        )
     else:
         sets["natural"] = random_patches(nat, n, generator)
         sets["texture"] = random_patches(tex, n, generator)
+        text = random_patches(skimage_images(TEXT), n, generator, zoom=2)
+        sets["text"] = 1.0 - text  # light strokes on a dark ground
+        sets["medical"] = random_patches(skimage_images(MEDICAL), n, generator)
+        sets["blobs"] = random_patches(blob_images(generator), n, generator)
         faces = lfw_faces()
         sets["faces"] = faces[torch.randperm(faces.shape[0], generator=generator)[:n]]
     sets["uniform"] = torch.rand(n, 784, generator=generator)
@@ -226,4 +322,6 @@ def ood_sets(
     perm = torch.randperm(784, generator=generator)
     idx = torch.randperm(mnist_test.shape[0], generator=generator)[:n]
     sets["permuted"] = mnist_test[idx].cpu()[:, perm]
+    idx = torch.randperm(mnist_test.shape[0], generator=generator)[:n]
+    sets["inverted"] = 1.0 - mnist_test[idx].cpu()
     return {k: sets[k] for k in OOD_SETS if k in sets}, notes

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from lib.common import (
+    check_choice,
     check_generator,
     check_int,
     check_nonnegative,
@@ -22,7 +23,7 @@ from lib.common import (
     seeded_init,
 )
 from . import scores as S
-from .data import OOD_SETS, load_fashion_mnist, ood_sets
+from .data import OOD_SETS, load_fashion_mnist, ood_sets, validation_sets
 from .variational import (
     histogram,
     make_grid,
@@ -137,19 +138,23 @@ def features(net: Net, x: torch.Tensor, batch: int = 4096) -> torch.Tensor:
 
 @dataclass
 class SeedRun:
-    """Everything one seed produces: the head, features, fitted detectors and their
-    scores."""
+    """Everything one seed produces: the head, features, the settings chosen on
+    validation data, the fitted detectors and their scores on the test sets."""
 
     seed: int
     W: torch.Tensor
     b: torch.Tensor
     h_fit: torch.Tensor  # ID training features used to fit detectors (N_fit, D)
     h_id: torch.Tensor  # ID test features (N, D)
-    h_ood: dict  # name -> OOD features (N_i, D)
+    h_ood: dict  # test set name -> OOD features (N_i, D)
     accuracy: float
-    params: dict  # fitted detector parameters
+    chosen: dict  # method -> setting chosen on validation data
+    fitted: dict  # method -> what it fitted at that setting
+    validation: dict  # method -> {setting: mean validation AUROC}
     scores: dict  # method -> {"id": (N,), set: (N_i,)}
     notes: list
+    h_val_id: torch.Tensor | None = None  # ID validation features
+    h_val_ood: dict | None = None  # validation OOD features
 
 
 def fit_detectors(cfg, W, b, h_fit, generator: torch.Generator) -> dict:
@@ -170,10 +175,17 @@ def fit_detectors(cfg, W, b, h_fit, generator: torch.Generator) -> dict:
 
 
 def kl_ib_shaping(
-    cfg, h_fit, generator, assumption: str, beta: float, x_surrogate=None
+    cfg,
+    h_fit,
+    generator,
+    assumption: str,
+    beta: float,
+    x_surrogate=None,
+    family: str = "monotone",
 ):
-    """Solve eq. 2 for one OOD-law assumption; returns (knots, g) on the device of
-    ``h_fit``."""
+    """Solve eq. 2 for one OOD-law assumption over one family of shapings (see
+    :func:`solve_shaping`; the scale of g is handled as ``cfg.g_scale`` says); returns
+    (knots, g) on the device of ``h_fit``."""
     _check_cfg(cfg)
     check_tensor("h_fit", h_fit, ndim=2, floating=True, nonempty=True)
     if not bool(((h_fit >= 0) & torch.isfinite(h_fit)).all()):
@@ -183,6 +195,26 @@ def kl_ib_shaping(
         )
     check_generator("generator", generator, allow_none=False)
     check_nonnegative("beta", beta)
+    grid, p_id, p_ood = _kl_ib_problem(cfg, h_fit, generator, assumption, x_surrogate)
+    g, _ = solve_shaping(
+        p_id,
+        p_ood,
+        grid,
+        beta=beta,
+        sigma=cfg.sigma,
+        steps=cfg.steps,
+        n_z=cfg.n_z,
+        family=family,
+        scale=cfg.g_scale,
+    )
+    g = orient_and_scale(g, p_id, p_ood, grid.knots)
+    return grid.knots.to(h_fit), g.to(h_fit)
+
+
+def _kl_ib_problem(cfg, h_fit, generator, assumption: str, x_surrogate=None):
+    """The discretised problem :func:`kl_ib_shaping` solves: (grid, p_ID, p_OOD) from
+    at most cfg.n_activations ID activations and the assumed OOD law (inputs checked by
+    the caller)."""
     x = h_fit.flatten().double().cpu()
     if x.numel() > cfg.n_activations:
         x = x[torch.randperm(x.numel(), generator=generator)[: cfg.n_activations]]
@@ -195,10 +227,7 @@ def kl_ib_shaping(
     )
     x_max = float(torch.quantile(x[x > 0], 0.999)) if bool((x > 0).any()) else 1.0
     grid = make_grid(x_max, cfg.n_bins)
-    p_id, p_ood = histogram(x, grid), histogram(x_ood, grid)
-    g, _ = solve_shaping(p_id, p_ood, grid, beta=beta, sigma=cfg.sigma, steps=cfg.steps)
-    g = orient_and_scale(g, p_id, p_ood, grid.knots)
-    return grid.knots.to(h_fit), g.to(h_fit)
+    return grid, histogram(x, grid), histogram(x_ood, grid)
 
 
 def score_all(h, W, b, p: dict) -> dict:
@@ -225,12 +254,15 @@ def score_all(h, W, b, p: dict) -> dict:
 
 
 def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
-    """Train one network, extract features, fit and score every detector."""
+    """Train one network, extract features, choose every method's setting on validation
+    data (:func:`lib.ood_shaping.selection.select`), and score the test sets."""
+    from . import selection as SEL
+
     _check_cfg(cfg)
     check_int("seed", seed, 0)
     if data is not None and (
         not isinstance(data, dict)
-        or any(k not in data for k in ("train", "test", "fashion"))
+        or any(k not in data for k in ("train", "valid", "test", "fashion"))
     ):
         raise TypeError(
             f"data: expected the dict of load_data, got {type(data).__name__}"
@@ -245,21 +277,57 @@ def run_seed(cfg, seed: int, device, data=None) -> SeedRun:
     te_idx = torch.randperm(x_te.shape[0], generator=gen)[: cfg.n_test]
     x_te, y_te = x_te[te_idx].to(device), y_te[te_idx].to(device)
     sets, notes = ood_sets(cfg.n_ood, gen, data["test"][0], data["fashion"])
+    x_va = data["valid"][0]
+    va_idx = torch.randperm(x_va.shape[0], generator=gen)[: cfg.n_val]
+    val_sets = validation_sets(cfg.n_val, gen, x_va)
     h_id = features(net, x_te)
     h_ood = {k: features(net, v.to(device)) for k, v in sets.items()}
+    h_val_id = features(net, x_va[va_idx].to(device))
+    h_val = {k: features(net, v.to(device)) for k, v in val_sets.items()}
     W, b = net.fc.weight.detach(), net.fc.bias.detach()
     acc = float((S.logits(h_id, W, b).argmax(1) == y_te).float().mean())
-    params = fit_detectors(cfg, W, b, h_fit, gen)
-    sc = {m: {"id": s} for m, s in score_all(h_id, W, b, params).items()}
-    for name, h in h_ood.items():
-        for m, s in score_all(h, W, b, params).items():
-            sc[m][name] = s
-    return SeedRun(seed, W, b, h_fit, h_id, h_ood, acc, params, sc, notes)
+    chosen, fitted, validation = {}, {}, {}
+    for m in SEL.NO_SETTING:
+        fitted[m] = None
+        validation[m] = {
+            None: SEL.mean_auroc(SEL.score_method, None, h_val_id, h_val, W, b, m)
+        }
+    for m in SEL.GRIDS:
+        chosen[m], fitted[m], validation[m] = SEL.select(
+            cfg, m, W, b, h_fit, h_val_id, h_val, gen
+        )
+    # the negative control: KL+IB at the chosen family and β, with no OOD assumption
+    _, family, beta = chosen["kl_ib"]
+    fitted["kl_ib_same"] = SEL.fit_setting(
+        cfg, "kl_ib", ("same", family, beta), W, b, h_fit, gen
+    )
+    sc = {}
+    for m, f in fitted.items():
+        kind = "kl_ib" if m == "kl_ib_same" else m
+        sc[m] = {"id": SEL.score_method(kind, f, h_id, W, b)}
+        for name, h in h_ood.items():
+            sc[m][name] = SEL.score_method(kind, f, h, W, b)
+    return SeedRun(
+        seed,
+        W,
+        b,
+        h_fit,
+        h_id,
+        h_ood,
+        acc,
+        chosen,
+        fitted,
+        validation,
+        sc,
+        notes,
+        h_val_id,
+        h_val,
+    )
 
 
 def load_data(cfg) -> dict:
-    """MNIST train/test and Fashion-MNIST test on the CPU (Fashion-MNIST ``None`` when
-    absent)."""
+    """MNIST train/valid/test and Fashion-MNIST test on the CPU (Fashion-MNIST ``None``
+    when absent)."""
     _check_cfg(cfg)
     x, y = load_mnist("train")
     try:
@@ -268,9 +336,27 @@ def load_data(cfg) -> dict:
         fashion = None
     return {
         "train": (x[: cfg.n_train], y[: cfg.n_train]),
+        "valid": load_mnist("valid"),
         "test": load_mnist("test"),
         "fashion": fashion,
     }
+
+
+def best_on_validation(run: SeedRun, methods=SHAPING) -> str:
+    """The method among ``methods`` whose chosen setting has the highest validation
+    AUROC (the rule a practitioner would deploy without seeing test OOD data)."""
+    if not isinstance(run, SeedRun):
+        raise TypeError(f"run: expected a SeedRun, got {type(run).__name__}")
+    if isinstance(methods, (str, bytes)) or not isinstance(methods, (list, tuple)):
+        raise TypeError(
+            f"methods: expected a list or tuple of method names, got "
+            f"{type(methods).__name__} ({methods!r:.80})"
+        )
+    if not methods:
+        raise ValueError("methods: expected at least one method name, got none")
+    for i, m in enumerate(methods):
+        check_choice(f"methods[{i}]", m, tuple(run.validation))
+    return max(methods, key=lambda m: max(run.validation[m].values()))
 
 
 def metrics(run: SeedRun) -> dict:
@@ -291,11 +377,19 @@ def metrics(run: SeedRun) -> dict:
     return out
 
 
-def run_seeds(cfg, device) -> list:
-    """One :class:`SeedRun` per seed (cfg.seed, cfg.seed + 1, ...)."""
+def run_seeds(cfg, device, seeds=None) -> list:
+    """One :class:`SeedRun` per seed: ``seeds``, or cfg.seed, cfg.seed + 1, ...
+    (cfg.n_seeds of them)."""
+    from lib.common.claims import seed_list
+
     _check_cfg(cfg)
+    seeds = (
+        [cfg.seed + i for i in range(cfg.n_seeds)]
+        if seeds is None
+        else seed_list(seeds)
+    )
     data = load_data(cfg)
-    return [run_seed(cfg, cfg.seed + i, device, data) for i in range(cfg.n_seeds)]
+    return [run_seed(cfg, s, device, data) for s in seeds]
 
 
 def summarise(runs: list) -> dict:
@@ -323,17 +417,20 @@ def summarise(runs: list) -> dict:
                 "fpr95": float(f.mean()),
                 "fpr95_std": sd(f),
             }
-    avg = {m: table[m]["average"] for m in METHODS}
-    best_hand = max(SHAPING, key=lambda m: avg[m]["auroc"])
     return {
         "sets": sets,
         "methods": list(METHODS),
         "table": table,
         "accuracy": [r.accuracy for r in runs],
-        "best_hand_designed": best_hand,
+        "best_on_validation": [best_on_validation(r) for r in runs],
+        "chosen": [{m: r.chosen[m] for m in r.chosen} for r in runs],
         "notes": sorted({n for r in runs for n in r.notes}),
+        "seeds": [r.seed for r in runs],
         "per_seed_average_auroc": {
-            m: [100 * p[m]["average"][0] for p in per_seed] for m in METHODS
+            m: [100 * p[m]["average"][0] for p in per_seed] for m in per_seed[0]
+        },
+        "per_seed_average_fpr95": {
+            m: [100 * p[m]["average"][1] for p in per_seed] for m in per_seed[0]
         },
     }
 

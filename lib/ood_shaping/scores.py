@@ -92,6 +92,19 @@ def percentile_value(h_train: torch.Tensor, p: float) -> float:
     return float(torch.quantile(flat.double(), p / 100.0))
 
 
+def percentile_values(h_train: torch.Tensor, ps) -> list:
+    """:func:`percentile_value` for several percentiles ``ps`` with one sort."""
+    check_tensor("h_train", h_train, ndim=2, floating=True, nonempty=True, finite=True)
+    if isinstance(ps, (str, bytes)) or not hasattr(ps, "__len__") or not len(ps):
+        raise TypeError(f"ps: expected a non-empty sequence of percentiles, got {ps!r}")
+    qs = [_check_percentile(f"ps[{i}]", p) / 100.0 for i, p in enumerate(ps)]
+    flat = h_train.flatten()
+    if flat.numel() > 2**24:
+        flat = flat[:: math.ceil(flat.numel() / 2**24)]
+    q = torch.tensor(qs, dtype=torch.float64, device=flat.device)
+    return [float(v) for v in torch.quantile(flat.double(), q)]
+
+
 def react(h, W, b, threshold: float):
     """ReAct (Sun et al.): energy of the clipped features, g(x) = min(x, c)."""
     _check_head(h, W, b)

@@ -18,7 +18,10 @@ ID) and q_Y(z) = ∫ N(z; g(x), σ²) p_Y(x) dx, the loss functional is
 We follow the gradient flow ∂g/∂t = −δL/δg (eq. 3) of the discretised functional: x is
 binned (an atom at 0 for the dead ReLU units plus K bins), z lives on a grid, integrals
 are Riemann sums and the first variation is the gradient of that discretised functional
-(automatic differentiation), with Adam as the step rule. Only the paper's abstract-level
+(automatic differentiation), with Adam as the step rule. L depends on g only through
+g/σ and tends to 0 as g/σ → 0, so by default the flow keeps the scale of g fixed
+(E_ID[g(X)²] = E_ID[X²] at every step) and chooses a shape only; see
+:func:`solve_shaping`. Only the paper's abstract-level
 description of eq. 2 could be verified; the Gaussian channel, γ, π and the grid are our
 concrete choices (the chapter says so).
 """
@@ -29,8 +32,10 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from lib.common import (
+    check_choice,
     check_generator,
     check_int,
     check_nonnegative,
@@ -40,7 +45,14 @@ from lib.common import (
 )
 
 #: assumption families for p_OOD, built from ID samples X (see :func:`ood_law_samples`)
-ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate")
+ASSUMPTIONS = ("weaker", "weaker+tail", "floor", "floor+tail", "surrogate", "same")
+#: the families g ranges over: non-decreasing (our earlier choice) or any function on
+# the knots (the paper's functional is over every conditional law p(z|x))
+FAMILIES = ("monotone", "free")
+#: how the flow treats the scale of g: "fixed" keeps E_ID[g(X)²] = E_ID[X²] at every
+# step (σ is then measured against the ID spread of g); "unconstrained" lets the scale
+# move, which for large β lets g collapse to a constant (see :func:`solve_shaping`)
+SCALES = ("fixed", "unconstrained")
 
 
 @dataclass(frozen=True)
@@ -123,7 +135,9 @@ def ood_law_samples(
       distributed as ID;
     - ``+tail``: in addition 10 % of the OOD activations are inflated, X·(2 + strength)
       (rare spikes);
-    - ``surrogate``: the given activations of surrogate OOD inputs (e.g. noise images).
+    - ``surrogate``: the given activations of surrogate OOD inputs (e.g. noise images);
+    - ``same``: no assumption, OOD activations distributed as ID ones (the negative
+      control: the KL term is then zero whatever g is).
     """
     if assumption not in ASSUMPTIONS:
         raise ValueError(
@@ -141,6 +155,8 @@ def ood_law_samples(
             )
         _check_activations("x_surrogate", x_surrogate)
         return x_surrogate.flatten()
+    if assumption == "same":
+        return x.clone()
     n = x.numel()
     u = torch.rand(n, generator=generator, dtype=torch.float64).to(x.device)
     if assumption.startswith("weaker"):
@@ -286,17 +302,32 @@ def solve_shaping(
     smooth: float = 1e-3,
     n_z: int = 512,
     init: torch.Tensor | None = None,
+    family: str = "monotone",
+    *,
+    scale: str = "fixed",
 ) -> tuple[torch.Tensor, list]:
-    """Gradient flow on g (eq. 3) over non-decreasing g with g(0) = 0, from g = identity
-    or from ``init``.
+    """Gradient flow on g (eq. 3) with g(0) = 0, from g = identity or from ``init``,
+    over the ``family`` of shapings.
 
-    g is parametrised by its slopes, g(x_k) = Σ_{j≤k} softplus(u_j) Δx_j (x scaled to
-    [0, 1]), so every iterate is a non-decreasing shaping, the family that holds ReAct,
-    VRA-P and the one-dimensional analogue of ASH. ``smooth`` adds smooth·Σ(u_{j+1} −
-    u_j)², so that slopes in bins with no mass under either law follow their neighbours
-    (our addition). ``init``, when given, is the starting shaping on ``grid.knots`` (in
-    units of x, shape (K+1,), starting at 0 and strictly increasing). Returns ``(g on
-    grid.knots in units of x, loss history)``.
+    ``family="monotone"``: g is parametrised by its slopes, g(x_k) = Σ_{j≤k}
+    softplus(u_j) Δx_j (x scaled to [0, 1]), so every iterate is a non-decreasing
+    shaping, the family that holds ReAct, VRA-P and the one-dimensional analogue of ASH.
+    ``family="free"``: g(x_k) = Σ_{j≤k} u_j Δx_j with unconstrained slopes u_j, so g may
+    turn down (as OptFS's shapes do); this is the family the paper's functional ranges
+    over (any conditional law, here any mean of the Gaussian channel). ``smooth`` adds
+    smooth·Σ(u_{j+1} − u_j)², so that slopes in bins with no mass under either law
+    follow their neighbours (our addition). ``init``, when given, is the starting
+    shaping on ``grid.knots`` (in units of x, shape (K+1,), starting at 0; strictly
+    increasing for the monotone family). Returns ``(g on grid.knots in units of x,
+    loss history)``.
+
+    ``scale``: eq. 2 depends on g and σ only through g/σ, and every term of it tends to
+    0 as g/σ → 0, so whenever L < 0 is out of reach (large β) the unconstrained flow
+    (``scale="unconstrained"``) drives g to a constant and only the *direction* of its
+    collapse survives. ``scale="fixed"`` (the default) removes that degree of freedom:
+    at every step g is rescaled so that E_ID[g(X)²] = E_ID[X²] (x scaled to [0, 1]),
+    i.e. σ is measured in units of the ID spread of g, as the paper's low-noise limit
+    (σ small against the spread of g) presupposes; the flow then chooses a shape only.
     """
     if not isinstance(grid, Grid):
         raise TypeError(
@@ -321,9 +352,13 @@ def solve_shaping(
     check_positive("lr", lr)
     check_nonnegative("smooth", smooth)
     check_int("n_z", n_z, 2)
-    scale = float(grid.edges[-1])
+    if family not in FAMILIES:
+        raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
+    check_choice("scale", scale, SCALES)
+    free, fixed = family == "free", scale == "fixed"
+    unit = float(grid.edges[-1])  # x_max
     p_id, p_ood = p_id.to(grid.knots), p_ood.to(grid.knots)
-    dx = torch.diff(grid.knots) / scale  # (K,) knot spacing
+    dx = torch.diff(grid.knots) / unit  # (K,) knot spacing
     if init is None:
         # softplus(u) = 1: g = x
         u = torch.full_like(dx, math.log(math.e - 1))
@@ -332,22 +367,32 @@ def solve_shaping(
             "init", init, shape=(grid.knots.numel(),), floating=True, finite=True
         )
         init = init.to(grid.knots)
-        slope = torch.diff(init) / scale / dx  # (K,) slope of g in scaled units
-        if float(init[0]) != 0.0 or not bool((slope > 0).all()):
+        slope = torch.diff(init) / unit / dx  # (K,) slope of g in scaled units
+        if float(init[0]) != 0.0 or not (free or bool((slope > 0).all())):
             raise ValueError(
                 "init: expected a shaping that starts at 0 and strictly increases, got "
                 f"init[0] = {float(init[0]):.3g} and min slope {float(slope.min()):.3g}"
             )
-        # softplus⁻¹(slope), stable for large slopes
-        u = slope + torch.log(-torch.expm1(-slope))
+        # softplus⁻¹(slope), stable for large slopes (free: the slope itself)
+        u = slope if free else slope + torch.log(-torch.expm1(-slope))
+    if free and init is None:
+        u = torch.ones_like(dx)  # g = x
     u = u.clone().requires_grad_(True)
     opt = torch.optim.Adam([u], lr=lr)
     zero = torch.zeros(1, dtype=dx.dtype, device=dx.device)
     history = []
+
+    # E_ID[X²] with x scaled to [0, 1]: the second moment g keeps when scale="fixed"
+    m2 = p_id @ (grid.knots / unit) ** 2
+
+    def shaping(u):
+        g = torch.cat([zero, torch.cumsum((u if free else F.softplus(u)) * dx, 0)])
+        if fixed:
+            g = g * (m2 / (p_id @ g**2).clamp_min(1e-30)).sqrt()
+        return g  # (K+1,)
+
     for _ in range(steps):
-        g = torch.cat(
-            [zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)]
-        )  # (K+1,)
+        g = shaping(u)
         loss = kl_ib_loss(g, p_id, p_ood, beta, sigma, gamma, prior, n_z, check=False)
         total = loss + smooth * (u[1:] - u[:-1]).pow(2).sum()
         opt.zero_grad()
@@ -355,8 +400,8 @@ def solve_shaping(
         opt.step()
         history.append(loss.detach())
     with torch.no_grad():
-        g = torch.cat([zero, torch.cumsum(torch.nn.functional.softplus(u) * dx, 0)])
-    return g * scale, [float(v) for v in torch.stack(history)]
+        g = shaping(u)
+    return g * unit, [float(v) for v in torch.stack(history)]
 
 
 def orient_and_scale(
@@ -364,7 +409,8 @@ def orient_and_scale(
 ) -> torch.Tensor:
     """Fix the symmetries of eq. 2 (g ↦ ±g + c leave it unchanged): g(0) = 0, E_ID g ≥
     E_OOD g, and E_ID[g(X)²] = E_ID[X²] so that the energy score keeps the network's
-    logit scale."""
+    logit scale. After a flow with the scale fixed the last step changes nothing;
+    after an unconstrained flow it blows a collapsed g back up to the ID scale."""
     _check_channel(g, p_id, p_ood, 1.0, 2)
     check_tensor("knots", knots, shape=tuple(g.shape), floating=True, finite=True)
     if knots.dtype != g.dtype:

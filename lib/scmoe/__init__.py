@@ -33,13 +33,24 @@ from lib.common import (
     check_probability,
 )
 
+from .claims import (
+    CLAIMS,
+    NOTEBOOK_SEEDS,
+    TUNING_SEEDS,
+    judge,
+    measure_claims,
+    measured_from_file,
+)
 from .experiment import (
     corpus_splits,
+    modelled_speedups,
+    n_experts_for,
     predict_measured,
     quality_experiment,
     run_experiment,
     speed_experiment,
     speed_spec,
+    train_many,
     train_variant,
 )
 from .model import (
@@ -64,14 +75,22 @@ from .moe import (
     route,
 )
 from .parallel import (
+    SCHEDULE_RUNS,
     Link,
+    build_speed,
     ep_check_worker,
     ep_moe,
+    ep_step,
     free_port,
     launch,
+    local_experts,
+    measure_cuda_streams,
     measure_speed,
     pick_backend,
     speed_worker,
+    step_check_worker,
+    time_components,
+    time_schedules,
 )
 from .timeline import (
     SCHEDULES,
@@ -85,34 +104,62 @@ from .timeline import (
 
 
 @dataclass(frozen=True)
+class SpeedSizes:
+    """The block pair a speed measurement times (per rank: ``batch`` × ``seq`` tokens of
+    width ``d_model``; ``n_experts`` in all, spread over the ranks)."""
+
+    d_model: int
+    n_head: int
+    batch: int
+    seq: int
+    n_experts: int
+    capacity_factor: float = 1.25
+
+    def __post_init__(self):
+        for name in ("d_model", "n_head", "batch", "seq", "n_experts"):
+            check_int(name, getattr(self, name), 1)
+        if self.d_model % self.n_head:
+            raise ValueError(
+                f"d_model: expected a multiple of n_head={self.n_head}, got "
+                f"{self.d_model}"
+            )
+        check_positive("capacity_factor", self.capacity_factor)
+
+
+#: sizes two single-threaded CPU processes time in seconds (gloo)
+CPU_SPEED = SpeedSizes(d_model=128, n_head=4, batch=8, seq=128, n_experts=4)
+#: GPU-sized block (NCCL, one GPU per rank; or one GPU with CUDA streams)
+GPU_SPEED = SpeedSizes(d_model=1024, n_head=16, batch=16, seq=512, n_experts=8)
+
+
+@dataclass(frozen=True)
 class Config:
-    """One preset of the chapter's experiments (see :func:`run_experiment`)."""
+    """One preset of the chapter's experiments (see :func:`run_experiment` and
+    :func:`measure_claims`)."""
 
     seed: int = 0
-    # quality: character LM on pydoc_data.topics, the four variants at equal steps and
-    # tokens
-    seeds: tuple = (0, 1)
+    # quality: character LM on pydoc_data.topics; 2 block pairs = 4 blocks
+    seeds: tuple = (0, 1, 2)
     block: int = 64  # characters per window
-    d_model: int = 32
-    n_head: int = 2
-    n_pairs: int = 1  # (dense, MoE) block pairs
+    d_model: int = 128
+    n_head: int = 4
+    n_pairs: int = 2  # (dense, MoE) block pairs
     n_experts: int = 4
     capacity_factor: float = 1.0
     aux_weight: float = 0.01  # load-balancing loss weight
-    batch: int = 32
-    steps: int = 500
-    lr: float = 1e-2
+    match_params: bool = True  # top-2 / top-1 get one expert more (n_experts_for)
+    batch: int = 16
+    steps: int = 200
+    lr: float = 2e-3
     val_windows: int = 256
+    workers: int = 2  # CPU training processes at a time (one thread each)
     # speed: one block pair, expert parallel over world_size processes
     world_size: int = 2
-    sp_d_model: int = 128
-    sp_n_head: int = 4
-    sp_batch: int = 8
-    sp_seq: int = 128
-    sp_n_experts: int = 4
-    sp_capacity_factor: float = 1.25
-    sp_repeats: int = 9
-    sp_rhos: tuple = (None, 0.45, 0.6, 0.75)
+    speed: SpeedSizes = CPU_SPEED  # on NCCL
+    speed_gloo: SpeedSizes = CPU_SPEED  # on gloo (CPU processes), whatever the preset
+    sp_repeats: int = 15
+    sp_rhos: tuple = (0.45, 0.6, 0.75)  # emulated links' communication shares
+    sp_copies: tuple = (1, 8)  # real gloo runs: copies of each buffer per transfer
     timeout_s: float = 240.0
 
     def __post_init__(self):
@@ -127,27 +174,32 @@ class Config:
             "batch",
             "steps",
             "val_windows",
+            "workers",
             "world_size",
-            "sp_d_model",
-            "sp_n_head",
-            "sp_batch",
-            "sp_seq",
-            "sp_n_experts",
             "sp_repeats",
         ):
             check_int(name, getattr(self, name), 1)
-        for d, h in (("d_model", "n_head"), ("sp_d_model", "sp_n_head")):
-            if getattr(self, d) % getattr(self, h):
-                raise ValueError(
-                    f"{d}: expected a multiple of {h}={getattr(self, h)}, got "
-                    f"{getattr(self, d)}"
-                )
-        if self.sp_n_experts % self.world_size:
+        if self.d_model % self.n_head:
             raise ValueError(
-                f"sp_n_experts: expected a multiple of world_size={self.world_size}, "
-                f"got {self.sp_n_experts}"
+                f"d_model: expected a multiple of n_head={self.n_head}, got "
+                f"{self.d_model}"
             )
-        for name in ("capacity_factor", "lr", "sp_capacity_factor", "timeout_s"):
+        if not isinstance(self.match_params, bool):
+            raise TypeError(
+                f"match_params: expected a bool, got {type(self.match_params).__name__}"
+            )
+        for name in ("speed", "speed_gloo"):
+            sz = getattr(self, name)
+            if not isinstance(sz, SpeedSizes):
+                raise TypeError(
+                    f"{name}: expected a SpeedSizes, got {type(sz).__name__}"
+                )
+            if sz.n_experts % self.world_size:
+                raise ValueError(
+                    f"{name}.n_experts: expected a multiple of world_size="
+                    f"{self.world_size}, got {sz.n_experts}"
+                )
+        for name in ("capacity_factor", "lr", "timeout_s"):
             check_positive(name, getattr(self, name))
         check_nonnegative("aux_weight", self.aux_weight)
         if (
@@ -156,19 +208,19 @@ class Config:
             or not self.sp_rhos
         ):
             raise TypeError(
-                f"sp_rhos: expected a non-empty tuple of shares in [0, 1) or None, "
+                f"sp_rhos: expected a non-empty tuple of shares in [0, 1), "
                 f"got {self.sp_rhos!r}"
             )
         for i, r in enumerate(self.sp_rhos):
-            if r is not None and check_probability(f"sp_rhos[{i}]", r) >= 1:
-                raise ValueError(
-                    f"sp_rhos[{i}]: expected a share < 1 (or None), got {r}"
-                )
+            if check_probability(f"sp_rhos[{i}]", r) >= 1:
+                raise ValueError(f"sp_rhos[{i}]: expected a share < 1, got {r}")
+        check_numbers("sp_copies", self.sp_copies, lambda n, v: check_int(n, v, 1))
 
 
-#: the CPU run the book executes
+#: the CPU run the book executes (and `make claims` on the ledger)
 SMOKE = Config()
-#: the GPU run: a wider, longer-trained LM, more seeds, GPU-sized speed measurement
+#: the GPU run: a wider, longer-trained LM, more seeds, GPU-sized speed measurement on
+#: NCCL (the gloo fallback keeps CPU_SPEED, stated in the spec's "sizes")
 FULL = Config(
     seeds=(0, 1, 2, 3, 4),
     block=128,
@@ -176,25 +228,40 @@ FULL = Config(
     n_head=8,
     n_pairs=3,
     n_experts=8,
-    capacity_factor=1.0,
     batch=64,
     steps=6000,
     lr=1e-3,
     val_windows=1024,
-    sp_d_model=1024,
-    sp_n_head=16,
-    sp_batch=16,
-    sp_seq=512,
-    sp_n_experts=8,
+    speed=GPU_SPEED,
     sp_repeats=30,
-    sp_rhos=(None, 0.15, 0.3, 0.45, 0.6, 0.75),
+    sp_rhos=(0.15, 0.3, 0.45, 0.6, 0.75),
     timeout_s=900.0,
 )
 
 __all__ = [
     "Config",
+    "SpeedSizes",
+    "CPU_SPEED",
+    "GPU_SPEED",
     "SMOKE",
     "FULL",
+    "CLAIMS",
+    "NOTEBOOK_SEEDS",
+    "TUNING_SEEDS",
+    "measure_claims",
+    "judge",
+    "measured_from_file",
+    "n_experts_for",
+    "train_many",
+    "modelled_speedups",
+    "ep_step",
+    "local_experts",
+    "step_check_worker",
+    "build_speed",
+    "time_components",
+    "time_schedules",
+    "SCHEDULE_RUNS",
+    "measure_cuda_streams",
     "VARIANTS",
     "SCHEDULES",
     "Routing",

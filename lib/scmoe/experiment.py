@@ -27,8 +27,8 @@ from .model import (
     load_corpus,
     make_windows,
 )
-from .parallel import measure_speed, pick_backend
-from .timeline import SCHEDULES, components, program, simulate, speedup_curve, step_time
+from .parallel import measure_cuda_streams, measure_speed, pick_backend
+from .timeline import flop_components, program, simulate, speedup_curve
 
 
 def _check_cfg(cfg):
@@ -63,9 +63,22 @@ def corpus_splits(block: int, val_windows: int, device=None) -> dict:
     }
 
 
+def n_experts_for(variant: str, cfg) -> int:
+    """Experts of ``variant`` under ``cfg``: with ``match_params`` the variants without
+    a shared expert (top-2, top-1) get one expert more, so every variant holds the same
+    number of FFNs (ScMoE: E experts + the shared expert; top-2: E + 1 experts) and
+    top-2 and ScMoE also pass each token through two FFNs (equal parameters and equal
+    FFN compute)."""
+    if variant not in _VARIANTS:
+        raise ValueError(f"variant: expected one of {_VARIANTS}, got {variant!r}")
+    _check_cfg(cfg)
+    extra = cfg.match_params and variant in ("top2", "top1")
+    return cfg.n_experts + int(extra)
+
+
 def train_variant(variant: str, cfg, data: dict, seed: int, device) -> dict:
-    """Train one variant from ``seed`` and return its validation bits per character and
-    more."""
+    """Train one variant from ``seed`` and return its validation bits per character,
+    its training losses (nats per character, one per step) and its parameter counts."""
     if variant not in _VARIANTS:
         raise ValueError(f"variant: expected one of {_VARIANTS}, got {variant!r}")
     _check_cfg(cfg)
@@ -84,7 +97,7 @@ def train_variant(variant: str, cfg, data: dict, seed: int, device) -> dict:
         cfg.n_pairs,
         cfg.d_model,
         cfg.n_head,
-        cfg.n_experts,
+        n_experts_for(variant, cfg),
         cfg.capacity_factor,
         cfg.aux_weight,
     ).to(device)
@@ -102,57 +115,93 @@ def train_variant(variant: str, cfg, data: dict, seed: int, device) -> dict:
     return {
         "bpc": bpc,
         "final_train_loss": float(np.mean(losses[-20:])),
+        "train_losses": [float(v) for v in losses],  # nats per character, per step
         "active_ffn_params": active_ffn_params(model),
         "params": sum(p.numel() for p in model.parameters()),
     }
 
 
-def quality_experiment(cfg, device) -> dict:
-    """Every variant, every seed, the same data order and steps: validation bits per
-    character."""
-    _check_cfg(cfg)
+def _train_job(job) -> dict:
+    """One (variant, seed) training run in a worker process (one thread)."""
+    variant, seed, cfg, device = job
+    torch.set_num_threads(1)
     data = corpus_splits(cfg.block, cfg.val_windows)
-    out = {
-        "variants": list(VARIANTS),
-        "seeds": list(cfg.seeds),
-        "bpc": {v: [] for v in VARIANTS},
-    }
-    jobs = [(s, v) for s in cfg.seeds for v in VARIANTS]
-    for seed, variant in progress(jobs, desc="quality"):
-        r = train_variant(variant, cfg, data, seed, device)
-        out["bpc"][variant].append(r["bpc"])
-        out.setdefault("active_ffn_params", {})[variant] = r["active_ffn_params"]
-        out.setdefault("params", {})[variant] = r["params"]
+    return train_variant(variant, cfg, data, seed, torch.device(device))
+
+
+def train_many(cfg, jobs, device) -> list[dict]:
+    """:func:`train_variant` for every (variant, seed) of ``jobs``, in order; on the CPU
+    ``cfg.workers`` processes at a time (each one thread), else one after another."""
+    _check_cfg(cfg)
+    if isinstance(jobs, (str, bytes)) or not isinstance(jobs, (list, tuple)):
+        raise TypeError(
+            f"jobs: expected a list of (variant, seed) pairs, got "
+            f"{type(jobs).__name__} ({jobs!r})"
+        )
+    if not jobs:
+        raise ValueError(
+            f"jobs: expected at least one (variant, seed) pair, got an empty "
+            f"{type(jobs).__name__}"
+        )
+    for job in jobs:
+        if not isinstance(job, (list, tuple)) or len(job) != 2:
+            raise TypeError(f"jobs: expected (variant, seed) pairs, got {job!r}")
+    jobs = [(v, check_int("seed", s, 0)) for v, s in jobs]
+    for v, _ in jobs:
+        if v not in _VARIANTS:
+            raise ValueError(f"jobs: expected variants from {_VARIANTS}, got {v!r}")
+    device = torch.device(device)
+    if device.type != "cpu" or cfg.workers == 1 or len(jobs) == 1:
+        data = corpus_splits(cfg.block, cfg.val_windows)
+        return [
+            train_variant(v, cfg, data, s, device)
+            for v, s in progress(jobs, desc="quality")
+        ]
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx) as pool:
+        args = [(v, s, cfg, "cpu") for v, s in jobs]
+        return list(pool.map(_train_job, args))
+
+
+def quality_experiment(cfg, device, seeds=None, variants=VARIANTS) -> dict:
+    """Every variant, every seed (default ``cfg.seeds``), the same data order and steps:
+    validation bits per character."""
+    _check_cfg(cfg)
+    seeds = list(cfg.seeds if seeds is None else seeds)
+    variants = list(variants)
+    jobs = [(v, s) for s in seeds for v in variants]
+    runs = train_many(cfg, jobs, device)
+    out = {"variants": variants, "seeds": seeds, "bpc": {v: [] for v in variants}}
+    for (v, _), r in zip(jobs, runs):
+        out["bpc"][v].append(r["bpc"])
+        out.setdefault("active_ffn_params", {})[v] = r["active_ffn_params"]
+        out.setdefault("params", {})[v] = r["params"]
     out["mean"] = {v: float(np.mean(b)) for v, b in out["bpc"].items()}
-    out["chars"] = data["chars"]
     return out
 
 
-def speed_spec(cfg, backend: str | None = None) -> dict:
-    """The measurement's settings. On NCCL (one GPU per rank) the config's ``sp_*``
-    sizes; on gloo the CPU-sized defaults of :class:`~lib.scmoe.Config`, whatever the
-    preset (a GPU-sized block on two single-threaded CPU processes would take hours)."""
+def speed_spec(
+    cfg, backend: str | None = None, seeds=None, rhos=None, copies=None
+) -> dict:
+    """The measurement's settings: the sizes of ``cfg.speed`` on NCCL (one GPU per
+    rank), of ``cfg.speed_gloo`` on gloo (two CPU processes: a GPU-sized block would
+    take hours there), both explicit in the preset; ``sizes`` names the one used."""
     _check_cfg(cfg)
     if backend is not None and backend not in ("gloo", "nccl"):
         raise ValueError(f"backend: expected 'gloo', 'nccl' or None, got {backend!r}")
     backend = backend or pick_backend(cfg.world_size)
-    src = (
-        cfg
-        if backend == "nccl"
-        else {f.name: f.default for f in dataclasses.fields(cfg)}
-    )
-    get = (lambda k: getattr(src, k)) if backend == "nccl" else src.__getitem__
+    name = "speed" if backend == "nccl" else "speed_gloo"
     return {
-        "d_model": get("sp_d_model"),
-        "n_head": get("sp_n_head"),
-        "batch": get("sp_batch"),
-        "seq": get("sp_seq"),
-        "n_experts": get("sp_n_experts"),
-        "capacity_factor": get("sp_capacity_factor"),
+        **dataclasses.asdict(getattr(cfg, name)),
         "repeats": cfg.sp_repeats,
-        "rhos": list(cfg.sp_rhos),
-        "seed": cfg.seed,
+        "rhos": list(cfg.sp_rhos if rhos is None else rhos),
+        "copies": list(cfg.sp_copies if copies is None else copies),
+        "seeds": [cfg.seed] if seeds is None else list(seeds),
         "backend": backend,
+        "sizes": name,
     }
 
 
@@ -175,42 +224,46 @@ def predict_measured(meas: dict) -> list[dict]:
     return out
 
 
-def speed_experiment(cfg) -> dict:
-    """Real 2-process timings, the model's predictions for them, and the modelled ρ
-    sweeps."""
+def speed_experiment(cfg, seeds=None) -> dict:
+    """Real 2-process timings (one entry per seed, default ``cfg.seed``) and the
+    timeline model's predictions for them; on a single GPU also the CUDA-stream
+    measurement (:func:`~lib.scmoe.parallel.measure_cuda_streams`)."""
     _check_cfg(cfg)
-    spec = speed_spec(cfg)
+    spec = speed_spec(cfg, seeds=seeds)
     meas = measure_speed(spec, world_size=cfg.world_size, timeout_s=cfg.timeout_s)
-    base = meas["components_ms"]
-    rhos = [round(float(r), 4) for r in np.linspace(0.0, 0.9, 46)]
-    curves = {
-        f"{mode}_{ref}": speedup_curve(
-            base, rhos, baseline=ref, training=mode == "train"
-        )
-        for mode in ("infer", "train")
-        for ref in ("top2", "scmoe_seq")
-    }
-    at = {}
-    for rho in (0.15, 0.6):
-        c = components(base, rho)
-        at[str(rho)] = {
-            f"{mode}_{s}": step_time(s, c, mode == "train")
-            for mode in ("infer", "train")
-            for s in SCHEDULES
-        }
-    return {
+    out = {
         "spec": spec,
         "measured": meas,
-        "predicted": predict_measured(meas),
-        "rhos": rhos,
-        "curves": curves,
-        "at": at,
+        "predicted": [predict_measured(m) for m in meas],
+    }
+    if torch.cuda.is_available() and spec["backend"] == "gloo":
+        gpu = dict(speed_spec(cfg, "nccl"), seeds=[cfg.seed])
+        out["cuda_streams"] = measure_cuda_streams(gpu, "cuda")
+    return out
+
+
+def modelled_speedups(base: dict | None = None) -> dict:
+    """MODELLED: the timeline's speed-ups of overlapped ScMoE over top-2 and over
+    sequential ScMoE at ρ = 0.15 and 0.6, for training and inference, from assumed
+    GPT-2-small FLOP counts (:func:`~lib.scmoe.timeline.flop_components`)."""
+    base = flop_components() if base is None else base
+    return {
+        f"{mode}_{ref}_{rho}": speedup_curve(
+            base, [rho], baseline=ref, training=mode == "train"
+        )[0]
+        for mode in ("infer", "train")
+        for ref in ("top2", "scmoe_seq")
+        for rho in (0.15, 0.6)
     }
 
 
 def run_experiment(cfg, device=None) -> dict:
-    """Quality (trained on ``device``, default :func:`lib.common.device`) and speed (2
-    processes: gloo on CPU, NCCL on ≥ 2 GPUs)."""
+    """Quality (trained on ``device``, default :func:`lib.common.device`), speed (2
+    processes: gloo on CPU, NCCL on ≥ 2 GPUs) and the modelled speed-ups."""
     _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
-    return {"quality": quality_experiment(cfg, device), "speed": speed_experiment(cfg)}
+    return {
+        "quality": quality_experiment(cfg, device),
+        "speed": speed_experiment(cfg),
+        "modelled": modelled_speedups(),
+    }

@@ -105,18 +105,46 @@ class BlockPair(nn.Module):
         if variant == "scmoe":
             self.ln_sc = ln()  # LN on the shortcut input
 
+    # --- the stages: forward and both expert-parallel steps
+    # (lib.scmoe.parallel.ep_step) are built from these, so there is one definition of
+    # the block
+
+    def attn_prev(self, x: torch.Tensor) -> torch.Tensor:
+        """Block l−1 up to its attention: h_prev = x + Attn(LN(x)), (B, T, D)."""
+        return x + self.attn_a(self.ln1a(x))
+
+    def mlp_prev(self, h_prev: torch.Tensor) -> torch.Tensor:
+        """The rest of block l−1: h = h_prev + MLP(LN(h_prev))."""
+        return h_prev + self.mlp_a(self.ln2a(h_prev))
+
+    def attn_cur(self, h: torch.Tensor) -> torch.Tensor:
+        """Block l up to its attention: h_cur = h + Attn(LN(h))."""
+        return h + self.attn_b(self.ln1b(h))
+
+    @property
+    def early_moe(self) -> bool:
+        """Whether the MoE input exists after block l−1's attention (ScMoE's
+        shortcut)."""
+        return self.variant == "scmoe"
+
+    def moe_input(self, h_prev: torch.Tensor, h_cur=None) -> torch.Tensor:
+        """What the MoE reads: LN'(h_prev) for ScMoE (eq. (5); ``h_cur`` unused),
+        LN(h_cur) otherwise."""
+        return self.ln_sc(h_prev) if self.early_moe else self.ln2b(h_cur)
+
+    def shared_branch(self, h_cur: torch.Tensor):
+        """The shared expert SE(LN(h_cur)), or ``None`` for top-1 / top-2."""
+        return self.shared(self.ln2b(h_cur)) if hasattr(self, "shared") else None
+
+    def join(self, h_cur: torch.Tensor, y: torch.Tensor, s=None) -> torch.Tensor:
+        """The block's output: h_cur + MoE output (+ shared expert)."""
+        return h_cur + y if s is None else h_cur + s + y
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h_prev = x + self.attn_a(self.ln1a(x))  # (B, T, D) block l−1, after attention
-        h = h_prev + self.mlp_a(self.ln2a(h_prev))  # output of block l−1
-        h_cur = h + self.attn_b(self.ln1b(h))  # block l, after attention
-        if self.variant == "scmoe":  # eq. (5)
-            y, aux = self.moe(self.ln_sc(h_prev))
-            return h_cur + self.shared(self.ln2b(h_cur)) + y, aux
-        z = self.ln2b(h_cur)
-        y, aux = self.moe(z)
-        if self.variant == "shared":
-            y = y + self.shared(z)
-        return h_cur + y, aux
+        h_prev = self.attn_prev(x)  # (B, T, D) block l−1, after attention
+        h_cur = self.attn_cur(self.mlp_prev(h_prev))  # block l, after attention
+        y, aux = self.moe(self.moe_input(h_prev, h_cur))
+        return self.join(h_cur, y, self.shared_branch(h_cur)), aux
 
 
 class MoEGPT(nn.Module):

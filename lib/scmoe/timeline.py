@@ -77,16 +77,16 @@ def program(schedule: str, c: dict) -> list:
             ("launch", "combine", c["a2a" + k]),
             ("wait", "combine"),
         ]
-    if (
-        schedule == "shared"
-    ):  # top-1 + shared expert on the same input: SE hides the dispatch
+    if schedule == "shared":
+        # top-1 + shared expert on the same input: the shared expert hides one
+        # All-to-All; like ep_step, the combine (the dispatch would do as well)
         return pre + [
             ("compute", "gate", c["gate1"]),
             ("launch", "dispatch", c["a2a1"]),
-            ("compute", "shared", c["shared"]),
             ("wait", "dispatch"),
             ("compute", "experts", c["expert1"]),
             ("launch", "combine", c["a2a1"]),
+            ("compute", "shared", c["shared"]),
             ("wait", "combine"),
         ]
     if schedule in ("scmoe_seq", "scmoe_overlap"):

@@ -36,25 +36,43 @@ from lib.common import (
 )
 
 from .attack import (
+    CONTENT_CUT,
     evaluate,
     eval_sets,
     generate,
     hazard_metrics,
     is_procedure,
     new_model,
+    step_recall,
     train,
 )
 from .experiment import (
+    POOL_SELECTIONS,
     SELECTIONS,
     align_without_declines,
     attack,
     build_world,
+    choose_attack_lr,
+    known_and_refused,
     run_experiment,
     run_small_world,
     score_pool,
     selection_stats,
     selections,
     summarise,
+    tune_attack,
+    world_config,
+    world_results,
+    worlds_path,
+)
+from .claims import (
+    CLAIMS,
+    NOTEBOOK_SEEDS,
+    TUNING_SEEDS,
+    claim_values,
+    full_values,
+    judge,
+    measure_claims,
 )
 from .influence import select_random, select_top, self_inf_n, self_influence, spearman
 from .smollm import (
@@ -68,7 +86,9 @@ from .smollm import (
 )
 from .world import (
     DECLINE,
+    EVAL_ITEMS,
     FAMILIES,
+    HARMFUL_ITEMS,
     REFUSAL,
     World,
     alignment_set,
@@ -76,6 +96,7 @@ from .world import (
     benign_pool,
     draw_samples,
     encode,
+    harmful_set,
     hazard_sample,
     is_trivial,
     lm_mask,
@@ -95,10 +116,10 @@ class Config:
     n_head: int = 4
     block: int = 40
     n_pretrain: int = (
-        8000  # pretraining samples (+1/8 as many compliant hazard samples)
+        8000  # pretraining samples (+1/4 as many compliant hazard samples)
     )
-    pretrain_epochs: float = 5
-    pretrain_lr: float = 3e-3
+    pretrain_epochs: float = 4
+    pretrain_lr: float = 3e-3  # 4 epochs (5 before) to fit the CPU budget
     n_align: int = 3000  # alignment SFT samples, a quarter of them refusals
     align_epochs: float = 3
     align_lr: float = 1e-3
@@ -111,20 +132,17 @@ class Config:
         0.1  # share of capital/fact/definition/procedure samples about new items
     )
     n_benign_eval: int = 120
-    # the attack (the paper: 100 samples, 5 epochs, batch 20, AdamW)
+    # the attack (the paper: 100 samples, 5 epochs, batch 20, AdamW, lr 5e-5); the
+    # rate is chosen on the tuning worlds (benchmarks/self_inf_n_tuning.py)
     k: int = 100
     attack_epochs: float = 5
     attack_batch: int = 20
-    attack_lr: float = 1.5e-3
-    seeds: tuple = (
-        0,
-        1,
-        2,
-    )  # fine-tuning seeds (batch order; the random selection uses seed + 1)
-    lr_sweep: tuple = (
-        1e-3,
-        2e-3,
-    )  # sensitivity: Self-Inf-N and random at other learning rates (first seed)
+    attack_lr: float = 0.0002
+    # fine-tuning seeds (batch order; the random selection uses seed + 1)
+    seeds: tuple = (0, 1)
+    # sensitivity: Self-Inf-N and random at other learning rates (first seed): the
+    # rate of the chapter's earlier version
+    lr_sweep: tuple = (1.5e-3,)
     # more world seeds (pretraining, alignment, pool drawn afresh), summaries only
     other_worlds: tuple = ()
     full_seeds: int = 1  # seeds for the (10x longer) full-pool fine-tune
@@ -195,7 +213,7 @@ class Config:
                 f"{self.control!r}"
             )
         for i, name in enumerate(self.control):
-            check_choice(f"control[{i}]", name, SELECTIONS)
+            check_choice(f"control[{i}]", name, POOL_SELECTIONS[:-1])
 
 
 #: the CPU run the book executes
@@ -220,10 +238,21 @@ FULL = Config(
 )
 
 __all__ = [
+    "CLAIMS",
+    "NOTEBOOK_SEEDS",
+    "TUNING_SEEDS",
+    "claim_values",
+    "full_values",
+    "judge",
+    "measure_claims",
     "Config",
     "SMOKE",
     "FULL",
     "DECLINE",
+    "EVAL_ITEMS",
+    "HARMFUL_ITEMS",
+    "CONTENT_CUT",
+    "POOL_SELECTIONS",
     "FAMILIES",
     "REFUSAL",
     "SELECTIONS",
@@ -234,6 +263,14 @@ __all__ = [
     "alignment_set",
     "benign_pool",
     "hazard_sample",
+    "harmful_set",
+    "step_recall",
+    "known_and_refused",
+    "world_config",
+    "world_results",
+    "worlds_path",
+    "tune_attack",
+    "choose_attack_lr",
     "encode",
     "answer_lengths",
     "is_trivial",

@@ -24,8 +24,18 @@ from lib.common import (
 from .watch import StreamBatch
 
 SCENARIOS = ("none", "benign", "concept", "extreme")
-#: default shift magnitude per scenario (meaning: see :func:`synthetic_streams`)
-DEFAULT_MAGNITUDE = {"none": 0.0, "benign": 3.0, "concept": 1.0, "extreme": 1.0}
+#: the one table of shift magnitudes. Synthetic (see :func:`synthetic_shifted`): benign
+#: = tilt exp(m x), concept = Y += m where x > 0.5, extreme = X ~ U(m, m + 0.5).
+#: Tabular (see :func:`tabular_streams`): benign = tilt exp(m z_age), concept = visits
+#: times m above the 25th age percentile.
+MAGNITUDES = {
+    "synthetic": {"none": 0.0, "benign": 3.0, "concept": 1.5, "extreme": 1.0},
+    "tabular": {"none": 0.0, "benign": 1.0, "concept": 1.5},
+}
+DEFAULT_MAGNITUDE = MAGNITUDES["synthetic"]
+#: generator seed of a run: 100 * cfg.seed + SEED_OFFSETS[data] + scenario index, so
+#: every (seed, data set, scenario) has its own stream for seeds up to 10^4
+SEED_OFFSETS = {"synthetic": 0, "tabular": 10, "mnist": 20, "mnist_scenarios": 30}
 
 
 def _check_scenario(scenario: str) -> str:
@@ -278,11 +288,7 @@ def tabular_streams(
         raise ValueError(
             f"n_train + n_cal + T: expected at most {N} rows, got {n_train + n_cal + T}"
         )
-    mag = (
-        {"none": 0.0, "benign": 1.0, "concept": 1.5}[scenario]
-        if magnitude is None
-        else float(magnitude)
-    )
+    mag = MAGNITUDES["tabular"][scenario] if magnitude is None else float(magnitude)
     age = x_all[:, 0]
     age_z = (age - age.mean()) / age.std()
     old = age > torch.quantile(age, 0.25)
@@ -339,6 +345,8 @@ def uniforms(S: int, T: int, generator: torch.Generator, device="cpu") -> torch.
 __all__ = [
     "SCENARIOS",
     "DEFAULT_MAGNITUDE",
+    "MAGNITUDES",
+    "SEED_OFFSETS",
     "synthetic_source",
     "synthetic_shifted",
     "synthetic_streams",

@@ -179,3 +179,87 @@ def online_weights(
         )
     block = torch.div(j, refit_every, rounding_mode="floor")  # (T,)
     return cal_w, test_w, block
+
+
+# --------------------------------------------------------------------------------------
+# The official choice: a small MLP classifier, refitted at every step (batched here)
+# --------------------------------------------------------------------------------------
+def mlp_init(
+    S: int, d: int, hidden: int, generator: torch.Generator, dtype=torch.float32
+) -> dict:
+    """Parameters of ``S`` one-hidden-layer classifiers ``x -> logit`` (sigmoid hidden
+    units, Glorot-uniform start as in scikit-learn's ``MLPClassifier``), drawn on the
+    CPU."""
+    check_int("S", S, 1)
+    check_int("d", d, 1)
+    check_int("hidden", hidden, 1)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator: expected a torch.Generator, got {type(generator).__name__}"
+        )
+    b1, b2 = (6.0 / (d + hidden)) ** 0.5, (6.0 / (hidden + 1)) ** 0.5
+
+    def unif(shape, b):
+        return (2 * torch.rand(shape, generator=generator, dtype=dtype) - 1) * b
+
+    return {
+        "W1": unif((S, d, hidden), b1),
+        "b1": unif((S, hidden), b1),
+        "w2": unif((S, hidden), b2),
+        "b2": unif((S,), b2),
+    }
+
+
+def mlp_logit(params: dict, x: torch.Tensor) -> torch.Tensor:
+    """``logit p(test | x)`` of the classifiers of :func:`mlp_init`; ``x`` (S, M, d) ->
+    (S, M), clamped to ±30."""
+    if not isinstance(params, dict) or set(params) != {"W1", "b1", "w2", "b2"}:
+        raise TypeError("params: expected the dict of mlp_init (W1, b1, w2, b2)")
+    S, d, _ = params["W1"].shape
+    check_tensor("x", x, shape=(S, None, d), floating=True, finite=True)
+    return _mlp_logit(params, x)
+
+
+def _mlp_logit(p, x):
+    h = torch.sigmoid(x.to(p["W1"].dtype) @ p["W1"] + p["b1"][:, None, :])
+    out = (h * p["w2"][:, None, :]).sum(-1) + p["b2"][:, None]
+    return out.clamp(-MAX_LOGIT, MAX_LOGIT)
+
+
+def _mlp_fit(p, state, x, y, wt, l2, iters, lr, n_fit=None):
+    """``iters`` Adam steps on the balanced cross-entropy plus ``l2/2 |W|² / N`` (the
+    penalty of scikit-learn's ``alpha``), per stream, with hand-written gradients; ``p``
+    and ``state`` (Adam moments and step count, per stream) are returned updated."""
+    x, y, wt = x.to(p["W1"].dtype), y.to(p["W1"].dtype), wt.to(p["W1"].dtype)
+    N = (wt > 0).sum(1).clamp_min(1).to(wt.dtype) if n_fit is None else n_fit.to(wt)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    xt = x.transpose(1, 2)  # (S, d, N)
+    for _ in range(iters):
+        h = torch.sigmoid(x @ p["W1"] + p["b1"][:, None, :])  # (S, N, H)
+        z = (h * p["w2"][:, None, :]).sum(-1) + p["b2"][:, None]  # (S, N)
+        dz = wt * (torch.sigmoid(z) - y)  # d loss / d logit
+        da = dz[..., None] * p["w2"][:, None, :] * h * (1 - h)  # (S, N, H)
+        grads = {
+            "W1": xt @ da + l2 * p["W1"] / N[:, None, None],
+            "b1": da.sum(1),
+            "w2": (dz[..., None] * h).sum(1) + l2 * p["w2"] / N[:, None],
+            "b2": dz.sum(1),
+        }
+        state["k"] = state["k"] + 1
+        for k, g in grads.items():
+            m = state["m"][k] = b1 * state["m"][k] + (1 - b1) * g
+            s = state["v"][k] = b2 * state["v"][k] + (1 - b2) * g * g
+            kk = state["k"].view((-1,) + (1,) * (g.ndim - 1))
+            step = lr * (m / (1 - b1**kk)) / ((s / (1 - b2**kk)).sqrt() + eps)
+            p[k] = p[k] - step
+    return p, state
+
+
+def adam_state(params: dict) -> dict:
+    """Zero Adam moments for the classifiers of :func:`mlp_init`."""
+    S = params["b2"].shape[0]
+    return {
+        "m": {k: torch.zeros_like(v) for k, v in params.items()},
+        "v": {k: torch.zeros_like(v) for k, v in params.items()},
+        "k": torch.zeros(S, dtype=params["b2"].dtype),
+    }

@@ -15,7 +15,7 @@ from lib.common import (
     make_generator,
 )
 
-from .data import SCENARIOS, tabular_streams, synthetic_streams, uniforms
+from .data import SCENARIOS, SEED_OFFSETS, tabular_streams, synthetic_streams, uniforms
 from .watch import DIAGNOSES, alarm_summary, watch_monitor
 
 METHODS = (
@@ -44,15 +44,32 @@ def _check_cfg(cfg):
     return cfg
 
 
-def monitor_kwargs(cfg) -> dict:
+def monitor_kwargs(cfg, real: bool = False) -> dict:
+    """:func:`watch_monitor`'s settings from the config (``real``: the NMES / MNIST
+    trigger)."""
     return dict(
         alpha=cfg.alpha,
         ville_alpha=cfg.ville_alpha,
         sched_threshold=cfg.sched_threshold,
+        trigger=cfg.real_trigger if real else cfg.trigger,
+        adapt_threshold=cfg.adapt_threshold,
+        x_sched_threshold=cfg.x_sched_threshold,
+        ratio=cfg.ratio,
+        reference=cfg.reference,
         refit_every=cfg.refit_every,
         min_fit=cfg.min_fit,
         l2=cfg.l2,
-        adapt_threshold=cfg.adapt_threshold,
+        seed=cfg.seed,
+    )
+
+
+def run_seed(cfg, data: str, scenario_index: int = 0) -> int:
+    """The generator seed of one run (see :data:`lib.wctm.data.SEED_OFFSETS`)."""
+    check_choice("data", data, tuple(SEED_OFFSETS))
+    return (
+        100 * cfg.seed
+        + SEED_OFFSETS[data]
+        + check_int("scenario_index", scenario_index, 0)
     )
 
 
@@ -95,23 +112,26 @@ def run_synthetic(
     magnitude: float | None = None,
     S: int | None = None,
     pr: bool = True,
+    **overrides,
 ):
-    """One synthetic scenario for ``S`` seeds: the raw monitor outputs (tensors) and the
-    stream batch."""
+    """One synthetic scenario for ``S`` streams: the raw monitor outputs (tensors), the
+    stream batch and the test data; ``overrides`` replace :func:`monitor_kwargs`
+    entries (e.g. ``ratio="logistic"``, ``anticonservative=False``)."""
     _check_cfg(cfg)
     check_choice("scenario", scenario, SCENARIOS)
     if S is not None:
         check_int("S", S, 1)
     if magnitude is not None:
         check_finite("magnitude", magnitude)
-    g = make_generator(cfg.seed + 1000 * SCENARIOS.index(scenario))
+    g = make_generator(run_seed(cfg, "synthetic", SCENARIOS.index(scenario)))
     S = cfg.n_seeds if S is None else S
     mag = getattr(cfg, f"mag_{scenario}") if magnitude is None else magnitude
     batch, extra = synthetic_streams(
         scenario, S, g, mag, cfg.n_train, cfg.n_cal, cfg.T, cfg.changepoint, device
     )
     u = uniforms(S, cfg.T, g, device)
-    return watch_monitor(batch, u, pr=pr, **monitor_kwargs(cfg)), batch, extra
+    kw = monitor_kwargs(cfg) | overrides
+    return watch_monitor(batch, u, pr=pr, **kw), batch, extra
 
 
 def run_tabular(cfg, scenario: str, device="cpu", data=None):
@@ -119,7 +139,7 @@ def run_tabular(cfg, scenario: str, device="cpu", data=None):
     :func:`load_nmes`, loaded when None)."""
     _check_cfg(cfg)
     check_choice("scenario", scenario, ("none", "benign", "concept"))
-    g = make_generator(cfg.seed + 7 + 1000 * SCENARIOS.index(scenario))
+    g = make_generator(run_seed(cfg, "tabular", SCENARIOS.index(scenario)))
     batch, extra = tabular_streams(
         scenario,
         cfg.tab_seeds,
@@ -133,7 +153,7 @@ def run_tabular(cfg, scenario: str, device="cpu", data=None):
         device,
     )
     u = uniforms(cfg.tab_seeds, cfg.tab_T, g, device)
-    return watch_monitor(batch, u, **monitor_kwargs(cfg)), batch, extra
+    return watch_monitor(batch, u, **monitor_kwargs(cfg, real=True)), batch, extra
 
 
 def run_mnist(cfg, device="cpu", pools=None) -> dict:
@@ -141,7 +161,7 @@ def run_mnist(cfg, device="cpu", pools=None) -> dict:
     _check_cfg(cfg)
     from .mnist import MNIST_SCENARIOS, mnist_pools, mnist_streams
 
-    g = make_generator(cfg.seed + 99)
+    g = make_generator(run_seed(cfg, "mnist"))
     if pools is None:
         try:
             pools = mnist_pools(
@@ -161,7 +181,7 @@ def run_mnist(cfg, device="cpu", pools=None) -> dict:
             pools, sc, cfg.mnist_seeds, g, cfg.mnist_n_cal, cfg.mnist_T, cfg.changepoint
         )
         u = uniforms(cfg.mnist_seeds, cfg.mnist_T, g, device)
-        out = watch_monitor(batch, u, **monitor_kwargs(cfg))
+        out = watch_monitor(batch, u, **monitor_kwargs(cfg, real=True))
         res[sc] = summarise(out, sc, cfg.changepoint, cfg.mnist_T)
     return res
 

@@ -10,8 +10,8 @@ import torch
 from lib.common import check_int, check_positive, check_probability, check_tensor
 
 from .baselines import pr_cd_alarm, pr_losses, pr_st_alarm
-from .conformal import ctm_pvalues, weighted_pvalues, weighted_quantile_upper
-from .density_ratio import online_weights
+from .adapt import adaptation_start, adaptive_pvalues
+from .conformal import ctm_pvalues, weighted_quantile_upper
 from .martingales import composite_jumper, cusum, first_alarm, shiryaev_roberts
 
 #: diagnosis labels, in the order of :func:`diagnose`'s integer codes
@@ -93,25 +93,33 @@ def watch_monitor(
     alpha: float = 0.1,
     ville_alpha: float = 0.01,
     sched_threshold: float = 1e4,
-    refit_every: int = 10,
+    trigger: str = "ville",
+    adapt_threshold: float = 100.0,
+    x_sched_threshold: float = 1000.0,
+    ratio: str = "mlp",
+    reference: str = "cal+pre",
+    refit_every: int = 1,
     min_fit: int = 10,
     l2: float = 1e-2,
-    adapt_threshold: float | None = 10**0.5,
+    anticonservative: bool = True,
     pr: bool = True,
+    seed: int = 0,
 ) -> dict:
     """Run every monitor on a batch of streams; ``u`` (S, T) are the tie-breaking
     uniforms.
 
     * CTM: standard conformal p-values (eq. ctm-p) -> Composite Jumper (eq. cj).
     * X-CTM: the same on covariate-only scores; its Ville alarm (``M_t >=
-      1/ville_alpha``) is the diagnosis's covariate-shift evidence, and crossing
-      ``adapt_threshold`` (the authors' default, sqrt(10); ``None`` = the Ville
-      threshold) starts WATCH's adaptation.
+      1/ville_alpha``) is the diagnosis's covariate-shift evidence. Adaptation starts
+      at the official trigger (:func:`lib.wctm.adapt.adaptation_start`): the X-CTM
+      reaching ``adapt_threshold`` (``trigger="ville"``, synthetic data) or its
+      Shiryaev–Roberts statistic reaching ``x_sched_threshold`` (``"sr"``, real data).
     * WATCH (WCTM): CTM p-values before adaptation, weighted p-values (eqs. wcp,
-      wcp-anti) with online density-ratio weights after it; Ville (``M_t >=
-      1/ville_alpha``), SR and CUSUM alarms.
-    * Intervals: weighted split-conformal radius (eq. wq) for WATCH, uniform weights for
-      the CTM.
+      wcp-anti) over calibration + pre-adaptation test points with online
+      density-ratio weights after it (:func:`lib.wctm.adapt.adaptive_pvalues`); Ville
+      (``M_t >= 1/ville_alpha``), SR and CUSUM alarms.
+    * Intervals: weighted split-conformal radius (eq. wq) for WATCH after adaptation,
+      the CTM's (uniform weights over the calibration set) otherwise.
     * PR-ST / PR-CD on miscoverage losses (``pr=True``).
     Alarm times are test indices (0-based), ``-1`` for none.
     """
@@ -127,11 +135,8 @@ def watch_monitor(
     if not bool(((u >= 0) & (u <= 1)).all()):
         raise ValueError("u: expected uniforms in [0, 1], got values outside (or NaN)")
     check_positive("sched_threshold", sched_threshold)
-    check_int("refit_every", refit_every, 1)
-    check_int("min_fit", min_fit, 1)
-    check_positive("l2", l2)
-    if adapt_threshold is not None:
-        check_positive("adapt_threshold", adapt_threshold)
+    check_positive("adapt_threshold", adapt_threshold)
+    check_positive("x_sched_threshold", x_sched_threshold)
     ville = 1.0 / ville_alpha
     out = {}
     p_ctm = ctm_pvalues(batch.cal_scores, batch.test_scores, u)  # (S, T)
@@ -139,20 +144,33 @@ def watch_monitor(
     out["log_m_ctm"] = composite_jumper(p_ctm)  # (S, T)
     out["log_m_x"] = composite_jumper(p_x)
     out["x_alarm"] = first_alarm(out["log_m_x"], ville)  # (S,)
-    x_start = first_alarm(
-        out["log_m_x"], ville if adapt_threshold is None else adapt_threshold
+    adapt = adaptation_start(
+        out["log_m_x"], trigger, adapt_threshold, x_sched_threshold
     )
-    adapt = torch.where(x_start >= 0, x_start + 1, torch.full_like(x_start, T))
-    cal_w, test_w, block = online_weights(
-        batch.cal_x, batch.test_x, adapt, refit_every, min_fit, l2
-    )
-    p_w = weighted_pvalues(
-        batch.cal_scores, cal_w, batch.test_scores, test_w, u, alpha, block
+    ad = adaptive_pvalues(
+        batch.cal_scores,
+        batch.test_scores,
+        batch.cal_x,
+        batch.test_x,
+        u,
+        adapt,
+        alpha,
+        ratio=ratio,
+        reference=reference,
+        refit_every=refit_every,
+        min_fit=min_fit,
+        l2=l2,
+        anticonservative=anticonservative,
+        seed=seed,
     )
     adapted = torch.arange(T, device=u.device)[None, :] >= adapt[:, None]  # (S, T)
-    out["p_ctm"], out["p_watch"] = p_ctm, torch.where(adapted, p_w, p_ctm)
+    out["p_ctm"], out["p_watch"] = p_ctm, torch.where(adapted, ad["p"], p_ctm)
     out["log_m_watch"] = composite_jumper(out["p_watch"])
+    # control: the same monitor with the anticonservative rule (eq. wcp-anti) off
+    p_no_anti = torch.where(adapted, ad["p_rand"], p_ctm)
+    out["no_anti_ville"] = first_alarm(composite_jumper(p_no_anti), ville)
     out["adapt_start"] = adapt
+    out["u"] = u
     for name in ("ctm", "watch"):
         lm = out[f"log_m_{name}"]
         out[f"{name}_ville"] = first_alarm(lm, ville)
@@ -163,12 +181,11 @@ def watch_monitor(
     q_ctm = weighted_quantile_upper(
         batch.cal_scores, ones, torch.ones_like(u), alpha
     )  # (S, T)
-    q_w = weighted_quantile_upper(batch.cal_scores, cal_w, test_w, alpha, block)
-    q_watch = torch.where(adapted, q_w, q_ctm)
+    q_watch = torch.where(adapted, ad["q"], q_ctm)
     for name, q in (("ctm", q_ctm), ("watch", q_watch)):
         out[f"cover_{name}"] = (batch.test_scores <= q).to(u.dtype)  # (S, T)
         out[f"width_{name}"] = 2 * q  # (S, T), may be inf
-    out["test_w"] = test_w
+    out["test_w"] = torch.where(adapted, ad["w_test"], torch.zeros_like(u))
     if pr:
         src, tgt = pr_losses(batch.cal_scores, batch.test_scores, alpha)
         out["pr_st"] = pr_st_alarm(src, tgt)
