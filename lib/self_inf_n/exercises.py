@@ -56,7 +56,7 @@ def ex1(slope, sc, family: str = "copy") -> Feedback:
         length_slope(sc, family),
         atol=0.02,
         rtol=0.0,
-        close=0.3,
+        close=0.2,
         hint="fit log(self_inf) against log(length), family == 'copy' only (not "
         "'copy_new'), with np.polyfit(..., 1)",
     )
