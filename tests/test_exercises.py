@@ -82,3 +82,198 @@ def test_wctm_checks():
     assert e.ex2("uniform").ok and not e.ex2("zero")
     assert e.ex3("fixed").ok and not e.ex3("growing")
     assert e.ex4([0.082, 0.0, 0.006]).ok and not e.ex4([0.0, 0.0, 0.006]).ok
+
+
+def test_local_ect_checks():
+    import torch
+
+    from lib.local_ect import exercises as e
+
+    # the numbers the solutions print
+    assert e.ex1({"lect": 0.99, "gbdt_mean": 0.51, "gbdt_m2": 0.98, "gin": 0.99}).ok
+    assert not e.ex1([0.99, 0.51, 0.51, 0.99])  # "the mean/std aggregator fails"
+    pts, edg = [0.44, 0.78, 0.77, 0.82], [0.46, 0.63, 0.61, 0.63]
+    assert e.ex2(pts, edg).ok and not e.ex2(edg, pts)
+
+    def ecdf(h, t):
+        return (h[:, None] <= t[None, :]).double().mean(0)
+
+    def count(h, t):  # the ℓ-ECT before normalisation
+        return (h[:, None] <= t[None, :]).double().sum(0)
+
+    assert e.ex3(ecdf).ok and not e.ex3(count) and not e.ex3(lambda h: h)
+    assert not e.ex3(lambda h, t: torch.zeros(3))
+    smooth, exact = [1.19, 1.008, 0.998], [1.216, 1.039, 1.035]
+    assert e.ex4(smooth, exact).ok and not e.ex4(smooth, smooth)
+    assert e.ex5(1.0, 0.48).ok and not e.ex5(0.48, 1.0)
+    with pytest.raises(TypeError, match="answer"):
+        e.ex1(0.99)
+    with pytest.raises(ValueError, match="answer"):
+        e.ex1({"lect": 0.99})
+    with pytest.raises(TypeError, match="ecdf"):
+        e.ex3([0.1])
+
+
+def _fake_run(seed: int = 0):
+    """Features of a pretend network: a run0 stand-in (training one costs ~20 s)."""
+    import types
+
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+
+    def feats(n, scale, shift):
+        return (scale * torch.randn(n, 24, generator=g) + shift).relu()
+
+    return types.SimpleNamespace(
+        h_fit=feats(3000, 1.0, 0.3),
+        h_id=feats(400, 1.0, 0.3),
+        h_ood={"weak": feats(400, 0.6, 0.0), "wide": feats(400, 1.8, 0.0)},
+        W=torch.randn(5, 24, generator=g) / 5,
+        b=torch.zeros(5),
+    )
+
+
+def test_ood_shaping_checks():
+    """Each check against the notebook's solution code run on a stand-in run."""
+    import dataclasses
+
+    import torch
+
+    from lib import ood_shaping as ood
+    from lib.common import seed_everything
+    from lib.ood_shaping import exercises as e
+    from lib.ood_shaping import scores as S
+
+    run0, cfg = _fake_run(), ood.SMOKE
+    # ood-shaping-deterministic, as in the solution
+    x = run0.h_fit.flatten().double().cpu()
+    grid = ood.make_grid(float(x.quantile(0.999)), 64)
+    p_id = ood.histogram(x, grid)
+    p_ood = ood.histogram(ood.ood_law_samples(x, "weaker"), grid)
+    k = grid.knots
+    starts = {"identity": None, "sqrt": torch.sqrt(k * k[-1])}
+
+    def shape(g):
+        return g / g[-1]
+
+    gaps = []
+    for sigma in (1e-4, 0.05):
+        sol = {
+            name: ood.solve_shaping(p_id, p_ood, grid, beta=2.0, sigma=sigma, init=g0)[
+                0
+            ]
+            for name, g0 in starts.items()
+        }
+        gaps.append(float((shape(sol["identity"]) - shape(sol["sqrt"])).abs().max()))
+    assert e.ex1(gaps, run0).ok and not e.ex1([gaps[1], gaps[0] + 0.5], run0)
+
+    # ood-shaping-direction
+    def avg_auroc(run, knots, g):
+        s_id = S.shaped_energy(run.h_id, run.W, run.b, knots, g)
+        vals = [
+            S.auroc(s_id, S.shaped_energy(h, run.W, run.b, knots, g))
+            for h in run.h_ood.values()
+        ]
+        return 100 * sum(vals) / len(vals)
+
+    au, top = [], None
+    for family in ("monotone", "free"):
+        kn, g = ood.kl_ib_shaping(
+            cfg, run0.h_fit, seed_everything(10), "weaker+tail", 2.0, family=family
+        )
+        au.append(avg_auroc(run0, kn, g))
+        top = float(g[-1] / g.abs().max())
+    assert e.ex3(au, run0, top=top).ok and e.ex3(au, run0).ok
+    assert not e.ex3([au[0] - 5, au[1] + 5], run0)
+    assert not e.ex3(au, run0, top=top - 0.5)
+
+    # ood-shaping-beta, the fixed scale
+    ratios = []
+    for beta in (0.1, 0.5, 1, 2, 5):
+        kn, g = ood.kl_ib_shaping(
+            dataclasses.replace(cfg, g_scale="fixed"),
+            run0.h_fit,
+            seed_everything(10),
+            "weaker+tail",
+            beta,
+        )
+        ratios.append(ood.slope_ratios(run0.h_fit, kn, g)["top"])
+    assert e.ex4(ratios, run0).ok and not e.ex4([r * 1.5 for r in ratios], run0)
+    with pytest.raises(TypeError, match="run"):
+        e.ex1(gaps, {"h_fit": run0.h_fit})
+    with pytest.raises(ValueError, match="scale"):
+        e.ex4(ratios, run0, scale="free")
+
+
+def _fake_scores(seed: int = 0):
+    """A pool's scores shaped like the notebook's sw['scores'] (the real ones need the
+    small GPT trained, ~1 min)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    fam = [str(f) for f in rng.choice(["copy", "story", "capital", "capital_new"], n)]
+    fam[:40] = ["compare"] * 40
+    ln = rng.integers(1, 20, n)
+    si = np.exp(rng.normal(0, 1, n)) * ln**-0.8
+    triv = [f == "compare" and i % 2 == 0 for i, f in enumerate(fam)]
+    sn = np.log1p(si) + np.log1p(ln)
+    return {
+        "self_inf": si.tolist(),
+        "self_inf_n": sn.tolist(),
+        "length": ln.tolist(),
+        "family": fam,
+        "trivial": triv,
+    }
+
+
+def test_self_inf_n_checks():
+    import numpy as np
+
+    from lib.self_inf_n import exercises as e
+
+    sc = _fake_scores()
+    si, sn, ln = (np.array(sc[k]) for k in ("self_inf", "self_inf_n", "length"))
+    # self_inf_n-ex1, as in the solution
+    sel_ = np.array(sc["family"]) == "copy"
+    slope = np.polyfit(np.log(ln[sel_]), np.log(si[sel_]), 1)[0]
+    assert e.ex1(slope, sc).ok and not e.ex1(-1.0, sc)
+    # self_inf_n-ex2
+    top = np.argsort(-sn, kind="stable")[:120]
+    count = int(np.array(sc["trivial"])[top].sum())
+    assert count > 0 and e.ex2(count, sc).ok and not e.ex2(0, sc)
+    # self_inf_n-ex3: the split of the selection
+    triv = np.array(sc["trivial"])
+    sel = [int(i) for i in np.argsort(-sn, kind="stable") if not triv[i]][:100]
+    sw = {"scores": sc, "selections": {"self_inf_n": sel}}
+    part_new = np.array([f.endswith("_new") for f in sc["family"]])[sel]
+    sizes = (int(part_new.sum()), int((~part_new).sum()))
+    assert e.ex3(sizes, sw).ok and not e.ex3(sizes[::-1], sw)
+    with pytest.raises(TypeError, match="sc"):
+        e.ex1(slope, [1, 2])
+    with pytest.raises(TypeError, match="sw"):
+        e.ex3(sizes, sc)
+    with pytest.raises(ValueError, match="family"):
+        e.ex1(slope, sc, family="poem")
+
+
+def test_scmoe_checks():
+    from lib.scmoe import exercises as e
+
+    # scmoe-ex1: the solution's formula q - 1/E, as a number and as a function
+    assert e.ex1(0.4 - 1 / 4).ok and not e.ex1(0.4)
+    assert e.ex1(lambda q, E: q - 1 / E).ok
+    assert not e.ex1(lambda q, E: q) and not e.ex1(lambda q: q)
+    # scmoe-ex2: ρ = 2(1 + a/f)/(3 + 2a/f) and 2/3; the peak 10/13 at a/f = 2/3
+    dispatch, combine = (lambda x: 2 * (1 + x) / (3 + 2 * x)), (lambda x: 2 / 3)
+    assert e.ex2(dispatch, combine, peak=10 / 13).ok and e.ex2(dispatch, combine).ok
+    assert not e.ex2(combine, dispatch)
+    assert not e.ex2(dispatch, combine, peak=2 / 3)
+    # scmoe-ex3: one All-to-All, behind the shared expert
+    assert e.ex3(1, "shared expert").ok
+    assert not e.ex3(2, "shared expert") and not e.ex3(1, "attention")
+    with pytest.raises(TypeError, match="answer"):
+        e.ex2(0.7, combine)
+    with pytest.raises(ValueError, match="answer"):
+        e.ex3(1, "the router")
