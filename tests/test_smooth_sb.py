@@ -25,6 +25,7 @@ TINY = S.Config(
     sweeps=4,
     per_start=4,
     ell_grid=(3.0,),
+    width_grid=(5.0,),
     bsb_grid=(0.1,),
     claim_seeds=(0, 1),
 )
@@ -73,6 +74,20 @@ def test_propagate_matches_naive(d):
     assert np.allclose(g.numpy(), propagate_naive(f.numpy(), lk[0].numpy()))
     keep = S.propagate(f, lk[0], keep_source=True)
     assert torch.allclose(torch.logsumexp(keep, 0), g)
+
+
+def test_propagate_underflow_falls_back_to_log_domain():
+    # a kernel whose blocks reach no target within e^-700 of its shift: the
+    # exponential-domain contraction would lose everything, the fallback must not
+    tr = S.simulate_tracks(3, 2, 2, ell=1.0, seed=1)
+    lk, _ = S.smooth_log_kernels(tr.obs, tr.times, 1.0, 1.0, M=3, sub=2)
+    lk = lk[0].clone()
+    lk[0, :, 0] += 2000.0  # source cell 0 of coordinate 1 dominates every shift
+    f = torch.zeros((3, 3, 3), dtype=torch.float64)
+    f[:, 0] = -3000.0  # … but carries almost no message mass
+    g = S.propagate(f, lk)
+    assert torch.isfinite(g).all()
+    assert np.allclose(g.numpy(), propagate_naive(f.numpy(), lk.numpy()))
 
 
 @pytest.mark.parametrize("d", (1, 2))
@@ -153,7 +168,12 @@ def test_full_code_path_at_tiny_size():
     assert set(out) == {"tracking", "claims", "seconds"}
     assert set(out["tracking"]["2"]["5-step"]) == set(S.METHODS)
     tuned = S.tune(TINY, (0,), dims=(1,))
-    assert tuned["chosen"] == {"smooth_sb": 3.0, "brownian_sb": 0.1}
+    assert tuned["chosen"] == {
+        "smooth_sb": {"1": [3.0, 5.0]},
+        "brownian_sb": {"1": 0.1},
+    }
+    cfg = S.tuned_config(TINY, tuned)
+    assert (cfg.ell1, cfg.width1, cfg.bsb_c1) == (3.0, 5.0, 0.1)
     assert S.FULL.M2 > S.SMOKE.M2 and len(S.FULL.claim_seeds) >= 3
 
 
@@ -188,6 +208,10 @@ def test_bad_inputs():
         dataclasses.replace(S.SMOKE, data_nu=1.0)
     with pytest.raises(ValueError, match="dim"):
         S.make_tracks(S.SMOKE, 3, 0)
+    with pytest.raises(ValueError, match="dim"):
+        S.method_kwargs(S.SMOKE, "smooth_sb", 3)
+    with pytest.raises(ValueError, match="metric"):
+        S.tune(TINY, (0,), metric="7-step")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

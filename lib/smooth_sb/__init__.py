@@ -23,7 +23,7 @@ for the tests), :mod:`.experiment` and :mod:`.claims` (the chapter's runs).
 
 from dataclasses import dataclass
 
-from lib.common import check_int, check_numbers, check_positive
+from lib.common import check_int, check_nonnegative, check_numbers, check_positive
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
 from .experiment import (
@@ -35,6 +35,7 @@ from .experiment import (
     run_tracking,
     summarise,
     tune,
+    tuned_config,
 )
 from .model import (
     DTYPE,
@@ -73,16 +74,37 @@ class Config:
     data_ell1: float = 2.5  # length-scale of the 1-D data
     data_ell2: float = 1.3  # length-scale of the 2-D data
     noise: float = 0.0  # observation noise s.d.
-    ell: float = 6.0  # smooth SB: Matérn-3/2 length-scale (chosen on TUNING_SEEDS)
+    # smooth SB (Matérn-3/2 reference): length-scale ℓ and velocity-grid half-width
+    # (in reference velocity s.d.) per dimension, chosen on TUNING_SEEDS (tune.py)
+    ell1: float = 12.0
+    ell2: float = 3.0
+    width1: float = 10.0
+    width2: float = 5.0
     c: float = 1.0  # smooth SB: σ = c · s.d. of the data (the repo's default)
-    M1: int = 16  # velocity cells, 1-D
-    M2: int = 5  # velocity cells per coordinate, 2-D
+    M1: int = 32  # velocity cells, 1-D
+    M2: int = 12  # velocity cells per coordinate, 2-D
     sub: int = 2  # quadrature points per cell and coordinate
-    sweeps: int = 5  # forward-backward scaling sweeps
+    sweeps: int = 20  # forward-backward scaling sweeps
     per_start: int = 10  # sampled paths per starting observation
-    bsb_c: float = 0.1  # Brownian SB: s = c · s.d. per unit time (chosen on tuning)
-    ell_grid: tuple = (1.5, 3.0, 6.0)
-    bsb_grid: tuple = (0.03, 0.1, 0.3)
+    # Brownian SB: s = c · s.d. per unit time, per dimension (chosen on TUNING_SEEDS)
+    bsb_c1: float = 0.1
+    bsb_c2: float = 0.1
+    ell_grid: tuple = (3.0, 6.0, 12.0, 24.0)
+    width_grid: tuple = (3.0, 5.0, 10.0)
+    bsb_grid: tuple = (
+        0.001,
+        0.002,
+        0.005,
+        0.01,
+        0.02,
+        0.05,
+        0.1,
+        0.2,
+        0.5,
+        1.0,
+        2.0,
+        5.0,
+    )
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
     def __post_init__(self):
@@ -93,23 +115,34 @@ class Config:
             check_int(name, getattr(self, name), 1)
         if self.steps < 4:
             raise ValueError(f"steps: expected ≥ 4 (5-step windows), got {self.steps}")
-        for name in ("t_end", "data_ell1", "data_ell2", "ell", "c", "bsb_c"):
+        for name in (
+            "t_end",
+            "data_ell1",
+            "data_ell2",
+            "ell1",
+            "ell2",
+            "width1",
+            "width2",
+            "c",
+            "bsb_c1",
+            "bsb_c2",
+        ):
             check_positive(name, getattr(self, name))
         if self.data_nu not in NUS:
             raise ValueError(f"data_nu: expected one of {NUS}, got {self.data_nu!r}")
-        if not (isinstance(self.noise, (int, float)) and self.noise >= 0):
-            raise ValueError(f"noise: expected a number ≥ 0, got {self.noise!r}")
+        check_nonnegative("noise", self.noise)
         check_numbers("ell_grid", self.ell_grid, check_positive)
+        check_numbers("width_grid", self.width_grid, check_positive)
         check_numbers("bsb_grid", self.bsb_grid, check_positive)
         check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
 
 
-#: the CPU run the book executes (three seeds, about half a minute)
+#: the CPU run the book executes (three seeds, under a minute)
 SMOKE = Config()
-#: finer velocity grids, more sweeps and samples, eight seeds (for a GPU; minutes on
-# this CPU)
+#: finer velocity grids, more sweeps and samples (50 paths per start, as the official
+# evaluation), eight seeds (for a GPU; several minutes on this CPU)
 FULL = Config(
-    M1=48, M2=12, sub=3, sweeps=30, per_start=50, claim_seeds=tuple(range(10, 18))
+    M1=64, M2=16, sub=3, sweeps=40, per_start=50, claim_seeds=tuple(range(10, 18))
 )
 
 __all__ = [
@@ -148,6 +181,7 @@ __all__ = [
     "run_tracking",
     "run_seeds",
     "tune",
+    "tuned_config",
     "summarise",
     "run_experiment",
 ]

@@ -7,12 +7,14 @@ paired per-seed differences of correct rates.
 
 How the settings were chosen: the data's smoothness and length-scales were set once
 from the increment statistics of the official repository's 1dGP and 2dGP files (first
-and second differences), before any method was run on them. The smooth SB length-scale
-ℓ (grid 1.5, 3, 6; the paper's default for ν = 3/2 is 3) and the Brownian SB scale c
-(grid 0.03, 0.1, 0.3) were chosen on :data:`TUNING_SEEDS` by the mean 5-step rate over
-both dimensions, three values each (``python -m lib.smooth_sb.tune`` writes
-``lib/smooth_sb/tuning.json``). Grid sizes, sweeps and samples were fixed for run
-time before the claims were measured.
+and second differences), before any method was run on them. The numerical settings
+(velocity cells M, quadrature points, sweeps) were raised on :data:`TUNING_SEEDS` until
+the rates stopped moving by more than about 0.01. Per dimension, the smooth SB's
+length-scale ℓ and velocity-grid half-width (in reference velocity s.d.) were chosen
+from a 4 × 3 grid, and the Brownian SB's scale c from 12 values (the same budget), by
+the mean 5-step rate on :data:`TUNING_SEEDS` (``python -m lib.smooth_sb.tune`` writes
+``lib/smooth_sb/tuning.json``). Each claim's expected verdict was set from the tuning
+seeds' values before the notebook and held-out seeds were run with these settings.
 """
 
 from __future__ import annotations
@@ -20,9 +22,18 @@ from __future__ import annotations
 from lib.common.claims import Claim, Rule, judge_all, mean_values, seed_list
 
 #: seeds on which ℓ and c were chosen
-TUNING_SEEDS = (0, 1)
+TUNING_SEEDS = (0, 1, 2, 3)
 #: seeds the notebook evaluates (held-out: lib.common.claims.HELDOUT_SEEDS, make claims)
 NOTEBOOK_SEEDS = (10, 11, 12)
+#: the verdict each tested claim records: the verdict on TUNING_SEEDS at the chosen
+# settings, lowered where the notebook seeds then gave less (never raised)
+EXPECT = {
+    "ssb-2d-5step": "reproduced",
+    "ssb-1d-5step": "reproduced",
+    "ssb-2d-whole": "reproduced",
+    "bsb-like-w2": "reproduced",
+    "ssb-beats-cv": "reproduced",
+}
 
 CLAIMS = (
     Claim(
@@ -34,6 +45,7 @@ CLAIMS = (
         statistic="5-step correct rate, smooth SB − W2 matching (2-D)",
         rule=Rule.at_least(0.05),
         control="Brownian reference in place of the Matérn one (Brownian SB − W2)",
+        expect=EXPECT["ssb-2d-5step"],
     ),
     Claim(
         "ssb-1d-5step",
@@ -44,6 +56,7 @@ CLAIMS = (
         statistic="5-step correct rate, smooth SB − W2 matching (1-D)",
         rule=Rule.at_least(0.1),
         control="Brownian reference in place of the Matérn one (Brownian SB − W2)",
+        expect=EXPECT["ssb-1d-5step"],
     ),
     Claim(
         "ssb-2d-whole",
@@ -53,6 +66,7 @@ CLAIMS = (
         statistic="whole-trajectory correct rate, smooth SB − W2 matching (2-D)",
         rule=Rule.at_least(0.2),
         control="Brownian reference in place of the Matérn one (Brownian SB − W2)",
+        expect=EXPECT["ssb-2d-whole"],
     ),
     Claim(
         "bsb-like-w2",
@@ -62,6 +76,18 @@ CLAIMS = (
         statistic="5-step correct rate, Brownian SB − W2 matching (2-D)",
         rule=Rule.at_most(0.02),
         control="the smooth SB in place of the Brownian SB (smooth SB − W2)",
+        expect=EXPECT["bsb-like-w2"],
+    ),
+    Claim(
+        "ssb-beats-cv",
+        "beyond the paper: the smooth SB follows whole 1-D trajectories through "
+        "crossings more often than a constant-velocity tracker",
+        paper="not compared in the paper (the simplest tracker that uses velocity)",
+        where="—",
+        statistic="whole-trajectory correct rate, smooth SB − constant velocity (1-D)",
+        rule=Rule.at_least(0.05),
+        control="Brownian reference in place of the Matérn one (Brownian SB − c.v.)",
+        expect=EXPECT["ssb-beats-cv"],
     ),
     Claim(
         "nbody",
@@ -90,22 +116,27 @@ def measure_claims(cfg, seeds, device="cpu", runs=None) -> dict:
 
     Returns ``{claim id: {"values": {seed: v}, "control": {seed: v}}}``.
     """
-    from .experiment import run_seeds
+    from .experiment import _check_cfg, run_seeds
 
+    _check_cfg(cfg)
     seeds = seed_list(seeds)
     if runs is None:
-        runs = run_seeds(cfg, seeds, device, methods=("smooth_sb", "brownian_sb", "w2"))
-    spec = {
-        "ssb-2d-5step": (2, "5-step", "smooth_sb", "brownian_sb"),
-        "ssb-1d-5step": (1, "5-step", "smooth_sb", "brownian_sb"),
-        "ssb-2d-whole": (2, "whole", "smooth_sb", "brownian_sb"),
-        "bsb-like-w2": (2, "5-step", "brownian_sb", "smooth_sb"),
+        methods = ("smooth_sb", "brownian_sb", "w2", "velocity")
+        runs = run_seeds(cfg, seeds, device, methods=methods)
+    elif not isinstance(runs, dict) or any(s not in runs for s in seeds):
+        raise ValueError("runs: expected the dict of run_seeds for every seed")
+    spec = {  # claim: (dimension, metric, method, its control, baseline)
+        "ssb-2d-5step": (2, "5-step", "smooth_sb", "brownian_sb", "w2"),
+        "ssb-1d-5step": (1, "5-step", "smooth_sb", "brownian_sb", "w2"),
+        "ssb-2d-whole": (2, "whole", "smooth_sb", "brownian_sb", "w2"),
+        "bsb-like-w2": (2, "5-step", "brownian_sb", "smooth_sb", "w2"),
+        "ssb-beats-cv": (1, "whole", "smooth_sb", "brownian_sb", "velocity"),
     }
     out = {}
-    for cid, (dim, metric, method, control) in spec.items():
+    for cid, (dim, metric, method, control, base) in spec.items():
         out[cid] = {
-            "values": {s: _diff(runs, s, dim, metric, method, "w2") for s in seeds},
-            "control": {s: _diff(runs, s, dim, metric, control, "w2") for s in seeds},
+            "values": {s: _diff(runs, s, dim, metric, method, base) for s in seeds},
+            "control": {s: _diff(runs, s, dim, metric, control, base) for s in seeds},
         }
     return out
 

@@ -17,7 +17,13 @@ import scipy.linalg
 import scipy.special
 import torch
 
-from lib.common import check_choice, check_int, check_positive, check_tensor
+from lib.common import (
+    check_instance,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_tensor,
+)
 
 DTYPE = torch.float64
 NUS = (0.5, 1.5, 2.5)
@@ -73,6 +79,7 @@ def transition(sde: LinearSDE, dt: float) -> tuple[np.ndarray, np.ndarray]:
 
     Φ = e^{A dt}, Q = P∞ − Φ P∞ Φᵀ (stationary process).
     """
+    check_instance("sde", sde, LinearSDE)
     check_positive("dt", dt)
     Phi = scipy.linalg.expm(sde.A * dt)  # (m, m)
     Q = sde.P_inf - Phi @ sde.P_inf @ Phi.T  # (m, m)
@@ -119,8 +126,8 @@ def simulate_tracks(
     check_int("steps", steps, 1)
     check_int("dim", dim, 1)
     check_positive("t_end", t_end)
-    if not (isinstance(noise, (int, float)) and noise >= 0):
-        raise ValueError(f"noise: expected a number ≥ 0, got {noise!r}")
+    check_nonnegative("noise", noise)
+    check_int("seed", seed, 0)
     sde = matern_sde(nu, ell, sigma)
     Phi, Q = transition(sde, t_end / steps)
     gen = torch.Generator().manual_seed(int(seed))
@@ -151,6 +158,21 @@ def velocity_grid(sd: float, M: int, width: float = 3.0) -> tuple[np.ndarray, fl
     return -width * sd + h * (np.arange(M) + 0.5), h
 
 
+def check_obs_times(obs, times) -> tuple[int, int, int]:
+    """Validate observed positions ``obs`` (K, n, d) with K ≥ 2 and their increasing
+    ``times`` (K,); return (K, n, d)."""
+    check_tensor("obs", obs, ndim=3, floating=True, finite=True, nonempty=True)
+    K, n, d = obs.shape
+    if K < 2:
+        raise ValueError(
+            f"obs: expected at least 2 times, got shape {tuple(obs.shape)}"
+        )
+    check_tensor("times", times, shape=(K,), floating=True, finite=True)
+    if not bool((times[1:] > times[:-1]).all()):
+        raise ValueError(f"times: expected increasing times, got {times.tolist()}")
+    return K, n, d
+
+
 def _log_normal2(r: torch.Tensor, Q: np.ndarray) -> torch.Tensor:
     """log N(r; 0, Q) for the last axis of r of size 2."""
     Qi = torch.tensor(np.linalg.inv(Q), dtype=r.dtype, device=r.device)
@@ -177,14 +199,12 @@ def smooth_log_kernels(
     the cells. σ of each coordinate is ``c`` times the s.d. of all its observations (as
     in the official code).
     """
-    check_tensor("obs", obs, ndim=3)
+    K, n, d = check_obs_times(obs, times)
     check_positive("ell", ell)
     check_positive("c", c)
     check_int("M", M, 1)
     check_int("sub", sub, 1)
-    K, n, d = obs.shape
-    if times.shape != (K,):
-        raise ValueError(f"times: expected shape ({K},), got {tuple(times.shape)}")
+    check_positive("width", width)
     dev = obs.device
     out = torch.empty(K - 1, d, n, M, n, M, dtype=DTYPE, device=dev)
     log_p0 = torch.empty(d, M, dtype=DTYPE, device=dev)
@@ -220,11 +240,8 @@ def brownian_log_kernels(
     """The Brownian reference in the same layout with one velocity cell (M = 1):
     log N(x_{k+1,j}; x_{k,i}, s² Δt) with s = ``c`` × the s.d. of the coordinate's
     observations per unit time (s² = c² Var(x) / t_end)."""
-    check_tensor("obs", obs, ndim=3)
+    K, n, d = check_obs_times(obs, times)
     check_positive("c", c)
-    K, n, d = obs.shape
-    if times.shape != (K,):
-        raise ValueError(f"times: expected shape ({K},), got {tuple(times.shape)}")
     span = (times[-1] - times[0]).item()
     s2 = c**2 * obs.var(dim=(0, 1)) / span  # (d,)
     dt = (times[1:] - times[:-1])[:, None, None, None]  # (K−1, 1, 1, 1)
@@ -233,7 +250,3 @@ def brownian_log_kernels(
     lk = -0.5 * diff**2 / var - 0.5 * torch.log(2 * math.pi * var)  # (K−1, n, n, d)
     lk = lk.permute(0, 3, 1, 2)[:, :, :, None, :, None]  # (K−1, d, n, 1, n, 1)
     return lk.contiguous(), torch.zeros(d, 1, dtype=obs.dtype, device=obs.device)
-
-
-def check_nu(nu) -> float:
-    return float(check_choice("nu", nu, NUS))

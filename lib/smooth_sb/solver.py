@@ -16,15 +16,17 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_generator, check_int, check_positive, check_tensor
+from lib.common import (
+    check_generator,
+    check_instance,
+    check_int,
+    check_positive,
+    check_tensor,
+)
 
 
-def propagate(f: torch.Tensor, log_k: torch.Tensor, keep_source: bool = False):
-    """One message step: g(j, b) = log Σ_{i,a} e^{f(i, a)} Π_c K_c[(i, a_c), (j, b_c)].
-
-    ``f`` (n, M, …, M) with d velocity axes; ``log_k`` (d, n, M, n, M). With
-    ``keep_source`` the sum over i is left out: (n_i, n_j, M, …, M).
-    """
+def _propagate_lse(f: torch.Tensor, log_k: torch.Tensor) -> torch.Tensor:
+    """The plain log-sum-exp contraction (keeps the source axis): (n_i, n_j, b…)."""
     d, n, M = log_k.shape[0], log_k.shape[1], log_k.shape[2]
     F = f.unsqueeze(1)  # (n_i, 1, a_1..a_d)
     for c in range(d):
@@ -32,7 +34,93 @@ def propagate(f: torch.Tensor, log_k: torch.Tensor, keep_source: bool = False):
         L = log_k[c].permute(0, 2, 1, 3)  # (n_i, n_j, a, b)
         L = L.reshape(n, L.shape[1], *([1] * c), M, L.shape[3], *([1] * (d - c - 1)))
         F = torch.logsumexp(F.unsqueeze(3 + c) + L, dim=2 + c)
-    return F if keep_source else torch.logsumexp(F, dim=0)  # (n_j, b_1..b_d)
+    return F
+
+
+@dataclass
+class ExpKernel:
+    """A log kernel (d, n, M, n, M) stored for fast contraction: ``E`` (d, n_i, n_j,
+    M_a, M_b) = exp(log K − ``shift``), ``shift`` (d, n_i, n_j) the largest entry of
+    each block, so that every stored entry lies in [0, 1]."""
+
+    E: torch.Tensor
+    shift: torch.Tensor
+    log_k: torch.Tensor
+
+    @classmethod
+    def build(cls, log_k: torch.Tensor) -> "ExpKernel":
+        shift = log_k.amax(dim=(2, 4))  # (d, n_i, n_j)
+        E = torch.exp(log_k - shift[:, :, None, :, None]).permute(0, 1, 3, 2, 4)
+        return cls(E.contiguous(), shift, log_k)
+
+
+_AXES = "abcdefgh"  # velocity axes of the message (d ≤ 8)
+#: contributions below e^(−UNDERFLOW) of a block's shift may be lost to underflow in
+#: the exponential domain; if a target's total is not far above that, fall back
+UNDERFLOW = 700.0
+
+
+def _propagate_exp(f: torch.Tensor, ker: ExpKernel) -> torch.Tensor:
+    """The contraction of :func:`propagate` as batched matrix products in the
+    exponential domain, with the message shifted per source and the kernel per block
+    (keeps the source axis): (n_i, n_j, b…). Falls back to log-sum-exp when some
+    target's total is within ``UNDERFLOW`` of what underflow may lose."""
+    d, n = ker.E.shape[0], ker.E.shape[1]
+    fmax = f.reshape(n, -1).amax(1).clamp_min(-1e300)  # (n_i,)
+    fshape = (n,) + (1,) * d
+    X = torch.exp(f - fmax.reshape(fshape))  # (n_i, a_1..a_d) in [0, 1]
+    ax = _AXES[:d]
+    # first coordinate: X[i, a_1, …] E_1[i, j, a_1, b_1] → (i, j, b_1, a_2, …)
+    X = torch.einsum(f"i{ax},ij{ax[0]}A->ijA{ax[1:]}", X, ker.E[0])
+    for c in range(1, d):
+        src = "ij" + "".join("ABCDEFGH"[:c]) + ax[c:]
+        dst = "ij" + "".join("ABCDEFGH"[: c + 1]) + ax[c + 1 :]
+        X = torch.einsum(f"{src},ij{ax[c]}{'ABCDEFGH'[c]}->{dst}", X, ker.E[c])
+    shift = fmax[:, None] + ker.shift.sum(0)  # (n_i, n_j)
+    out = torch.log(X) + shift.reshape(shift.shape + (1,) * d)
+    total = torch.logsumexp(out.reshape(n, n, -1), dim=2)  # (n_i, n_j)
+    total = torch.logsumexp(total, dim=0)  # (n_j,)
+    bound = shift.masked_fill(~torch.isfinite(shift), -torch.inf).amax(0)  # (n_j,)
+    if bool((total < bound - UNDERFLOW).any()):
+        return _propagate_lse(f, ker.log_k)
+    return out
+
+
+def _check_log(name: str, x: torch.Tensor) -> None:
+    """Log-domain values: −inf (zero mass) is allowed, NaN and +inf are not."""
+    if bool(torch.isnan(x).any()) or bool((x == torch.inf).any()):
+        raise ValueError(f"{name}: expected log values (no NaN or +inf)")
+
+
+def propagate(f: torch.Tensor, log_k, keep_source: bool = False):
+    """One message step: g(j, b) = log Σ_{i,a} e^{f(i, a)} Π_c K_c[(i, a_c), (j, b_c)].
+
+    ``f`` (n, M, …, M) with d velocity axes; ``log_k`` (d, n, M, n, M) or an
+    :class:`ExpKernel` built from it. The contraction runs one coordinate at a time as
+    batched matrix products of shifted exponentials (log-domain stable: every factor
+    lies in [0, 1] and the shifts are added back in logs). With ``keep_source`` the
+    sum over i is left out: (n_i, n_j, M, …, M).
+    """
+    if isinstance(log_k, ExpKernel):
+        ker = log_k
+    else:
+        check_tensor("log_k", log_k, ndim=5, floating=True, nonempty=True)
+        _check_log("log_k", log_k)
+        d, n, M = log_k.shape[:3]
+        if log_k.shape != (d, n, M, n, M):
+            raise ValueError(
+                f"log_k: expected shape (d, n, M, n, M), got {tuple(log_k.shape)}"
+            )
+        ker = ExpKernel.build(log_k)
+    d, n, M = ker.log_k.shape[:3]
+    check_tensor("f", f, shape=(n,) + (M,) * d, floating=True)
+    _check_log("f", f)
+    return _step(f, ker, keep_source)
+
+
+def _step(f: torch.Tensor, ker: ExpKernel, keep_source: bool = False):
+    g = _propagate_exp(f, ker)
+    return g if keep_source else torch.logsumexp(g, dim=0)  # (n_j, b_1..b_d)
 
 
 def transpose_kernel(log_k: torch.Tensor) -> torch.Tensor:
@@ -81,7 +169,7 @@ class ChainSolution:
         n = self.u.shape[1]
         shp = (n,) + (1,) * (self.alpha[k].ndim - 1)
         f = self.alpha[k] + self.u[k].reshape(shp)
-        g = propagate(f, self.log_k[k], keep_source=True)  # (n_i, n_j, b…)
+        g = _step(f, ExpKernel.build(self.log_k[k]), True)  # (n_i, n_j, b…)
         g = g + (self.u[k + 1].reshape(shp) + self.beta[k + 1]).unsqueeze(0)
         lp = torch.logsumexp(g.reshape(n, n, -1), dim=2)
         return torch.exp(lp - torch.logsumexp(lp.reshape(-1), 0))
@@ -96,9 +184,11 @@ def chain_sinkhorn(
 
     ``log_k`` (K−1, d, n, M, n, M), ``log_p0`` (d, M).
     """
-    check_tensor("log_k", log_k, ndim=6, floating=True)
+    check_tensor("log_k", log_k, ndim=6, floating=True, nonempty=True)
+    _check_log("log_k", log_k)
     Km1, d, n, M = log_k.shape[:4]
     check_tensor("log_p0", log_p0, shape=(d, M), floating=True)
+    _check_log("log_p0", log_p0)
     if log_k.shape != (Km1, d, n, M, n, M):
         raise ValueError(
             f"log_k: expected shape (K−1, d, n, M, n, M), got {tuple(log_k.shape)}"
@@ -110,7 +200,8 @@ def chain_sinkhorn(
     ushape = (n,) + (1,) * d
     beta = [torch.zeros((n,) + vshape, dtype=log_k.dtype, device=log_k.device)] * K
     alpha = [None] * K
-    back = [transpose_kernel(log_k[k]) for k in range(Km1)]
+    fwd = [ExpKernel.build(log_k[k]) for k in range(Km1)]
+    back = [ExpKernel.build(transpose_kernel(log_k[k])) for k in range(Km1)]
     log_mu = -math.log(n)
     done, u_prev = 0, u.clone()
     for done in range(1, sweeps + 1):
@@ -118,15 +209,13 @@ def chain_sinkhorn(
             if k == 0:
                 alpha[0] = _prior(log_p0, n)
             else:
-                alpha[k] = propagate(
-                    alpha[k - 1] + u[k - 1].reshape(ushape), log_k[k - 1]
-                )
+                alpha[k] = _step(alpha[k - 1] + u[k - 1].reshape(ushape), fwd[k - 1])
             m = _lse_v(alpha[k] + beta[k])
             u[k] = log_mu - (m - torch.logsumexp(m, 0))  # eq. (ipf)
         beta = list(beta)
         for k in range(K - 1, -1, -1):  # backward: β_k from the updated u_{>k}
             if k < K - 1:
-                beta[k] = propagate(beta[k + 1] + u[k + 1].reshape(ushape), back[k])
+                beta[k] = _step(beta[k + 1] + u[k + 1].reshape(ushape), back[k])
             m = _lse_v(alpha[k] + beta[k])
             u[k] = log_mu - (m - torch.logsumexp(m, 0))  # eq. (ipf)
         change = (u - u_prev).abs().max().item()
@@ -137,7 +226,7 @@ def chain_sinkhorn(
     worst = 0.0
     for k in range(K):
         if k > 0:
-            alpha[k] = propagate(alpha[k - 1] + u[k - 1].reshape(ushape), log_k[k - 1])
+            alpha[k] = _step(alpha[k - 1] + u[k - 1].reshape(ushape), fwd[k - 1])
         lm = _lse_v(alpha[k] + u[k].reshape(ushape) + beta[k])
         p = torch.exp(lm - torch.logsumexp(lm, 0))
         worst = max(worst, (n * p - 1).abs().max().item())
@@ -154,6 +243,7 @@ def sample_paths(
     Returns observation indices (n·per_start, K), paths of start i in rows
     i·per_start … (i+1)·per_start − 1.
     """
+    check_instance("sol", sol, ChainSolution)
     check_int("per_start", per_start, 1)
     check_generator("generator", generator)
     log_k = sol.log_k

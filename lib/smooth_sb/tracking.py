@@ -7,7 +7,7 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from lib.common import check_int, check_tensor
+from lib.common import check_choice, check_instance, check_int, check_tensor
 
 from .model import Tracks, brownian_log_kernels, matern_sde, smooth_log_kernels
 from .model import transition
@@ -21,13 +21,13 @@ def link_correct(paths: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
     ``paths`` (S, K) observation indices; ``labels`` (K, n) particle of each
     observation."""
-    check_tensor("paths", paths, ndim=2, integer=True)
-    check_tensor("labels", labels, ndim=2, integer=True)
-    if paths.shape[1] != labels.shape[0]:
-        raise ValueError(
-            f"paths: expected {labels.shape[0]} times, got {paths.shape[1]}"
-        )
-    K = labels.shape[0]
+    check_tensor("labels", labels, ndim=2, integer=True, nonempty=True)
+    check_tensor("paths", paths, ndim=2, integer=True, nonempty=True)
+    K, n = labels.shape
+    if paths.shape[1] != K:
+        raise ValueError(f"paths: expected {K} times, got {paths.shape[1]}")
+    if bool((paths < 0).any()) or bool((paths >= n).any()):
+        raise ValueError(f"paths: expected observation indices in [0, {n})")
     who = labels[torch.arange(K, device=paths.device)[None, :], paths]  # (S, K)
     return who[:, 1:] == who[:, :-1]
 
@@ -70,7 +70,7 @@ def _assign(cost: torch.Tensor) -> torch.Tensor:
 def w2_matching(obs: torch.Tensor) -> torch.Tensor:
     """Consecutive W2 matching: the optimal assignment between each pair of consecutive
     point clouds for the squared distance. Paths (n, K)."""
-    check_tensor("obs", obs, ndim=3)
+    check_tensor("obs", obs, ndim=3, floating=True, finite=True, nonempty=True)
     perms = [_assign(torch.cdist(obs[k], obs[k + 1]) ** 2) for k in range(len(obs) - 1)]
     return _follow(perms, obs.shape[1])
 
@@ -79,7 +79,9 @@ def velocity_matching(obs: torch.Tensor) -> torch.Tensor:
     """A greedy constant-velocity tracker: W2 for the first step, then each point is
     predicted at x_k + (x_k − x_{k−1}) along its own path and matched to the next cloud
     by the optimal assignment for the squared distance to the predictions."""
-    check_tensor("obs", obs, ndim=3)
+    check_tensor("obs", obs, ndim=3, floating=True, finite=True, nonempty=True)
+    if obs.shape[0] < 2:
+        raise ValueError(f"obs: expected at least 2 times, got {obs.shape[0]}")
     K, n, _ = obs.shape
     idx = torch.arange(n)
     perm = _assign(torch.cdist(obs[0], obs[1]) ** 2)
@@ -98,6 +100,8 @@ def oracle_matching(tracks: Tracks, nu: float, ell: float, sigma: float):
     """Known-velocity oracle: each observation's true phase-space state is given, and
     the next cloud is matched to the transition means by the Mahalanobis distance of the
     positions (Q_xx of the true process). Paths (n, K)."""
+    check_instance("tracks", tracks, Tracks)
+    matern_sde(nu, ell, sigma)  # validates nu, ell, sigma
     K, n, d = tracks.obs.shape
     sde = matern_sde(nu, ell, sigma)
     dts = (tracks.times[1:] - tracks.times[:-1]).tolist()
@@ -118,6 +122,7 @@ def track(
     c: float = 1.0,
     M: int = 24,
     sub: int = 3,
+    width: float = 3.0,
     sweeps: int = 40,
     per_start: int = 50,
     seed: int = 0,
@@ -127,8 +132,9 @@ def track(
 
     ``ell``, ``c``: the Matérn length-scale and variance multiplier (smooth SB) or the
     Brownian scale (``c``; brownian_sb); ``truth`` = (ν, ℓ, σ) of the data (oracle)."""
-    if method not in METHODS:
-        raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
+    check_instance("tracks", tracks, Tracks)
+    check_choice("method", method, METHODS)
+    check_int("seed", seed, 0)
     obs = tracks.obs
     if method == "w2":
         return w2_matching(obs.cpu())
@@ -141,7 +147,7 @@ def track(
             )
         return oracle_matching(tracks, *truth)
     if method == "smooth_sb":
-        log_k, log_p0 = smooth_log_kernels(obs, tracks.times, ell, c, M, sub)
+        log_k, log_p0 = smooth_log_kernels(obs, tracks.times, ell, c, M, sub, width)
     else:
         log_k, log_p0 = brownian_log_kernels(obs, tracks.times, c)
     sol = chain_sinkhorn(log_k, log_p0, sweeps=sweeps)
