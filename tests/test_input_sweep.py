@@ -3334,7 +3334,7 @@ def _cases_smooth_sb():
             ch,
             "velocity_matching",
             S.velocity_matching,
-            lambda: dict(obs=tr.obs.clone()),
+            lambda: dict(obs=tr.obs.clone(), first="backward"),
         ),
         Case(
             ch,

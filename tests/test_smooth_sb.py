@@ -156,6 +156,32 @@ def test_oracle_and_velocity_tracker_on_well_separated_tracks():
         assert S.correct_rates(paths, tr.labels)["whole"] == 1.0
 
 
+def test_velocity_tracker_backward_first_link_follows_an_early_crossing():
+    # two particles at constant speed that cross between the first two snapshots
+    k = torch.arange(6, dtype=torch.float64)
+    obs = torch.stack([-0.1 + 0.2 * k, 0.1 - 0.2 * k], 1)[..., None]  # (K, 2, 1)
+    labels = torch.tensor([[0, 1]] * 6)  # (K, n)
+    fwd = S.correct_rates(S.velocity_matching(obs, first="w2"), labels)
+    both = S.correct_rates(S.velocity_matching(obs, first="backward"), labels)
+    assert fwd["whole"] == 0.0 and both["whole"] == 1.0
+    with pytest.raises(ValueError, match="first"):
+        S.velocity_matching(obs, first="forward")
+    with pytest.raises(ValueError, match="obs"):
+        S.velocity_matching(obs[:2])
+
+
+def test_exercise_checks():
+    from lib.smooth_sb import exercises as e
+
+    assert e.ex1(True).ok and not e.ex1(False)
+    assert e.ex3(2.1e-17).ok and not e.ex3(0.05)
+    assert e.ex5(0.435).ok and not e.ex5(0.1)
+    assert e.ex2([0.758, 0.756, 0.371]).ok and not e.ex2([0.725, 0.725, 0.371])
+    assert e.ex4([0.680, 0.927]).ok and not e.ex4([0.927, 0.680])
+    with pytest.raises(TypeError, match="answer"):
+        e.ex1("yes")
+
+
 def test_controls_separate_at_tiny_size():
     m = S.measure_claims(TINY, (0, 1))
     assert set(m) == {c.id for c in S.CLAIMS if c.rule is not None}

@@ -77,9 +77,9 @@ class Config:
     # smooth SB (Matérn-3/2 reference): length-scale ℓ and velocity-grid half-width
     # (in reference velocity s.d.) per dimension, chosen on TUNING_SEEDS (tune.py)
     ell1: float = 12.0
-    ell2: float = 3.0
+    ell2: float = 6.0
     width1: float = 10.0
-    width2: float = 5.0
+    width2: float = 10.0
     c: float = 1.0  # smooth SB: σ = c · s.d. of the data (the repo's default)
     M1: int = 32  # velocity cells, 1-D
     M2: int = 12  # velocity cells per coordinate, 2-D
@@ -87,8 +87,9 @@ class Config:
     sweeps: int = 20  # forward-backward scaling sweeps
     per_start: int = 10  # sampled paths per starting observation
     # Brownian SB: s = c · s.d. per unit time, per dimension (chosen on TUNING_SEEDS)
-    bsb_c1: float = 0.1
-    bsb_c2: float = 0.1
+    bsb_c1: float = 0.05
+    bsb_c2: float = 0.2
+    bsb_sweeps: int = 200  # the Brownian SB's sweeps (cheap; as the official code)
     ell_grid: tuple = (3.0, 6.0, 12.0, 24.0)
     width_grid: tuple = (3.0, 5.0, 10.0)
     bsb_grid: tuple = (
@@ -111,7 +112,7 @@ class Config:
         check_int("seed", self.seed, 0)
         for name in ("n1", "n2"):
             check_int(name, getattr(self, name), 2)
-        for name in ("steps", "M1", "M2", "sub", "sweeps", "per_start"):
+        for name in ("steps", "M1", "M2", "sub", "sweeps", "bsb_sweeps", "per_start"):
             check_int(name, getattr(self, name), 1)
         if self.steps < 4:
             raise ValueError(f"steps: expected ≥ 4 (5-step windows), got {self.steps}")

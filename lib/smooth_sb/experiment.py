@@ -81,7 +81,7 @@ def method_kwargs(cfg, method: str, dim: int, ell=None, c=None, width=None) -> d
     if method == "brownian_sb":
         return dict(
             c=getattr(cfg, f"bsb_c{dim}") if c is None else c,
-            sweeps=cfg.sweeps,
+            sweeps=cfg.bsb_sweeps,
             per_start=cfg.per_start,
         )
     if method == "oracle":

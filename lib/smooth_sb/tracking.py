@@ -75,16 +75,27 @@ def w2_matching(obs: torch.Tensor) -> torch.Tensor:
     return _follow(perms, obs.shape[1])
 
 
-def velocity_matching(obs: torch.Tensor) -> torch.Tensor:
-    """A greedy constant-velocity tracker: W2 for the first step, then each point is
-    predicted at x_k + (x_k − x_{k−1}) along its own path and matched to the next cloud
-    by the optimal assignment for the squared distance to the predictions."""
+def velocity_matching(obs: torch.Tensor, first: str = "backward") -> torch.Tensor:
+    """A greedy constant-velocity tracker: each point is predicted at
+    x_k + (x_k − x_{k−1}) along its own path and matched to the next cloud by the
+    optimal assignment for the squared distance to the predictions. The first link has
+    no velocity yet: ``first="w2"`` takes it from W2 matching, ``first="backward"``
+    (the default, the stronger tracker) from the same tracker run backwards from the
+    last snapshot. Paths (n, K)."""
     check_tensor("obs", obs, ndim=3, floating=True, finite=True, nonempty=True)
+    check_choice("first", first, ("w2", "backward"))
+    if obs.shape[0] < 3 and first == "backward":
+        raise ValueError(f"obs: expected at least 3 times, got {obs.shape[0]}")
     if obs.shape[0] < 2:
         raise ValueError(f"obs: expected at least 2 times, got {obs.shape[0]}")
     K, n, _ = obs.shape
     idx = torch.arange(n)
-    perm = _assign(torch.cdist(obs[0], obs[1]) ** 2)
+    if first == "w2":
+        perm = _assign(torch.cdist(obs[0], obs[1]) ** 2)
+    else:
+        back = velocity_matching(obs.flip(0), first="w2")  # (n, K), time reversed
+        perm = torch.empty(n, dtype=torch.long)
+        perm[back[:, K - 1]] = back[:, K - 2]  # obs at time 0 -> its match at time 1
     paths, prev, idx = [idx], obs[0], perm
     paths.append(idx)
     for k in range(1, K - 1):
