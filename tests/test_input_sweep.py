@@ -56,6 +56,7 @@ CHAPTERS = (
     "self_inf_n",
     "proofaug",
     "scmoe",
+    "smooth_sb",
 )
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
@@ -3746,6 +3747,230 @@ def _cases_scmoe():
     ]
 
 
+def _cases_smooth_sb():
+    from lib import smooth_sb as S
+
+    ch = "smooth_sb"
+    TINY = S.Config(
+        n1=6,
+        n2=6,
+        steps=5,
+        M1=4,
+        M2=3,
+        sweeps=2,
+        per_start=2,
+        ell_grid=(3.0,),
+        width_grid=(5.0,),
+        bsb_grid=(0.1,),
+        claim_seeds=(0,),
+    )
+    tr = S.simulate_tracks(4, 5, 1, ell=1.0, seed=0)
+    lk, lp = S.smooth_log_kernels(tr.obs, tr.times, 1.0, 1.0, M=3, sub=1)
+    sol = S.chain_sinkhorn(lk, lp, sweeps=2)
+    f = torch.randn(4, 3, dtype=F64, generator=torch.Generator().manual_seed(0))
+    paths = S.w2_matching(tr.obs)
+    runs = S.run_seeds(TINY, (0,), dims=(1,), methods=("w2",))
+    tuned = S.tune(TINY, (0,), dims=(1,))
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in S.CLAIMS
+        if c.rule is not None
+    }
+    obs_times = lambda: dict(obs=tr.obs.clone(), times=tr.times.clone())  # noqa: E731
+    return [
+        config_case(
+            ch,
+            S.Config,
+            S.SMOKE,
+            {
+                "seed": "nonneg",
+                "claim_seeds": "seq_nonneg",
+                "noise": "nonnegf",
+                "ell_grid": "seq_pos",
+                "width_grid": "seq_pos",
+                "bsb_grid": "seq_pos",
+            },
+        ),
+        Case(ch, "matern_sde", S.matern_sde, lambda: dict(nu=1.5, ell=3.0, sigma=1.0)),
+        Case(
+            ch,
+            "transition",
+            S.transition,
+            lambda: dict(sde=S.matern_sde(), dt=0.1),
+        ),
+        Case(
+            ch,
+            "simulate_tracks",
+            S.simulate_tracks,
+            lambda: dict(
+                n=4,
+                steps=3,
+                dim=1,
+                t_end=2.0,
+                nu=1.5,
+                ell=1.0,
+                sigma=1.0,
+                noise=0.0,
+                seed=0,
+                device="cpu",
+            ),
+            {"noise": "nonnegf", "seed": "nonneg"},
+        ),
+        Case(
+            ch, "velocity_grid", S.velocity_grid, lambda: dict(sd=1.0, M=4, width=3.0)
+        ),
+        Case(
+            ch,
+            "smooth_log_kernels",
+            S.smooth_log_kernels,
+            lambda: dict(**obs_times(), ell=1.0, c=1.0, M=3, sub=1, width=3.0),
+        ),
+        Case(
+            ch,
+            "brownian_log_kernels",
+            S.brownian_log_kernels,
+            lambda: dict(**obs_times(), c=1.0),
+        ),
+        Case(
+            ch,
+            "propagate",
+            S.propagate,
+            lambda: dict(f=f.clone(), log_k=lk[0].clone(), keep_source=False),
+        ),
+        Case(
+            ch,
+            "chain_sinkhorn",
+            S.chain_sinkhorn,
+            lambda: dict(log_k=lk.clone(), log_p0=lp.clone(), sweeps=2, tol=1e-6),
+        ),
+        Case(
+            ch,
+            "sample_paths",
+            S.sample_paths,
+            lambda: dict(sol=sol, per_start=2, generator=torch.Generator()),
+        ),
+        Case(
+            ch,
+            "link_correct",
+            S.link_correct,
+            lambda: dict(paths=paths.clone(), labels=tr.labels.clone()),
+        ),
+        Case(
+            ch,
+            "correct_rates",
+            S.correct_rates,
+            lambda: dict(paths=paths.clone(), labels=tr.labels.clone()),
+        ),
+        Case(ch, "w2_matching", S.w2_matching, lambda: dict(obs=tr.obs.clone())),
+        Case(
+            ch,
+            "velocity_matching",
+            S.velocity_matching,
+            lambda: dict(obs=tr.obs.clone(), first="backward"),
+        ),
+        Case(
+            ch,
+            "oracle_matching",
+            S.oracle_matching,
+            lambda: dict(tracks=tr, nu=1.5, ell=1.0, sigma=1.0),
+            {"tracks": "obj"},
+        ),
+        Case(
+            ch,
+            "track",
+            S.track,
+            lambda: dict(
+                tracks=tr,
+                method="smooth_sb",
+                ell=3.0,
+                c=1.0,
+                M=3,
+                sub=1,
+                width=3.0,
+                sweeps=2,
+                per_start=2,
+                seed=0,
+                truth=None,
+            ),
+            {"tracks": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "make_tracks",
+            S.make_tracks,
+            lambda: dict(cfg=TINY, dim=1, seed=0, device="cpu", noise=None),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "method_kwargs",
+            S.method_kwargs,
+            lambda: dict(
+                cfg=TINY, method="smooth_sb", dim=1, ell=None, c=None, width=None
+            ),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "run_tracking",
+            S.run_tracking,
+            lambda: dict(cfg=TINY, tracks=tr, dim=1, methods=("w2",), seed=0),
+            {"cfg": "obj", "tracks": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            S.run_seeds,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), device="cpu", dims=(1,), methods=("w2",)
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "tune",
+            S.tune,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), device="cpu", dims=(1,), metric="5-step"
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "tuned_config",
+            S.tuned_config,
+            lambda: dict(cfg=TINY, tuning=tuned),
+            {"cfg": "obj", "tuning": "obj"},
+        ),
+        Case(
+            ch,
+            "summarise",
+            S.summarise,
+            lambda: dict(runs=runs, dim=1, metric="5-step"),
+            {"runs": "obj"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            S.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", S.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            S.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+    ]
+
+
 # --- the expected outcome -------------------------------------------------------------
 
 #: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value
@@ -3822,6 +4047,7 @@ NOT_SWEPT = {
     "self_inf_n": {"World"},
     "proofaug": {"ProofState", "Problem", "Outcome"},
     "scmoe": {"Routing"},
+    "smooth_sb": {"LinearSDE", "Tracks", "ChainSolution"},
 }
 
 

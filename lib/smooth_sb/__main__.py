@@ -1,0 +1,13 @@
+"""``python -m lib.smooth_sb --preset FULL`` writes results/smooth_sb.json (``--preset
+SMOKE`` for a check)."""
+
+import sys
+
+from lib.common import run_preset_cli
+
+from . import FULL, SMOKE, run_experiment
+
+if __name__ == "__main__":
+    sys.exit(
+        run_preset_cli("smooth_sb", {"SMOKE": SMOKE, "FULL": FULL}, run_experiment)
+    )
