@@ -3,11 +3,11 @@ distribution shifts of the chapter.
 
 A :class:`Graph` holds node features ``x`` (n, d), labels ``y`` (n,) and an
 undirected ``edge_index`` (2, E) with both directions stored. Class ``c``'s feature
-mean is a random Gaussian vector; an edge leaves a random node ``u`` and lands, with probability
-``homophily``, on a node of ``u``'s class, else on a node of class ``y_u + 1 (mod C)``
-(informative heterophily: the neighbours' classes still say which class ``u`` is), or,
-with probability ``1 − informative`` among the heterophilous edges, on a node of any
-other class.
+mean is a random Gaussian vector; an edge leaves a random node ``u`` and lands, with
+probability ``homophily``, on a node of ``u``'s class, else on a node of class
+``y_u + 1 (mod C)`` (informative heterophily: the neighbours' classes still say which
+class ``u`` is), or, with probability ``1 − informative`` among the heterophilous
+edges, on a node of any other class.
 """
 
 from __future__ import annotations
