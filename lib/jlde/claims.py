@@ -8,9 +8,17 @@ How the settings were chosen: the JLDE settings are the official package's defau
 (95 % PCA variance per layer, k = 5, Euclidean distances, −(mean distance)²), and every
 KNN score uses the same k. The CSBM (5 classes, 16 features, degree 10, class-mean norm
 0.5) was fixed so that neither the features nor the graph alone classify perfectly.
-The network's epochs and width were chosen by validation accuracy (no uncertainty score
-involved) on :data:`TUNING_SEEDS` with :func:`lib.jlde.experiment.tune`; the rules'
-margins were written before the notebook and held-out seeds were run.
+The network (two GCN layers of width 32, 100 epochs) was fixed from exploratory runs on
+:data:`TUNING_SEEDS` before the notebook and held-out seeds were run, and the rules'
+margins were written then too. A validation-accuracy sweep on the tuning seeds
+(:func:`lib.jlde.experiment.tune`, no uncertainty score involved) then gave 0.92 / 0.95
+(50 epochs, width 32 / 64), 0.95 / 0.97 (100 epochs) and 0.98 / 0.98 (200 epochs):
+larger is slightly better, and the CPU budget keeps the smaller network for the book;
+the FULL preset uses 200 epochs and width 64.
+
+Verdicts recorded: the homophilic-parity rule, |gap| ≤ 0.02, failed on one notebook seed
+(−0.033) and its interval crosses the window, so it is recorded as partly reproduced
+(the rule is left as written).
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ CLAIMS = (
         statistic="AUROC(JLDE) − AUROC(last-layer KNN), left-out class, h = 0.9",
         rule=Rule.between(-0.02, 0.02),
         control="the same gap on a heterophilic graph (h = 0.1)",
+        expect="partly reproduced",
     ),
     Claim(
         "joint-vs-sum",

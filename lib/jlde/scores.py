@@ -21,6 +21,7 @@ SCORES = (
     "knn_last",
     "independent",
     "jlde_no_input",
+    "jlde_energy",
     "jlde",
 )
 
@@ -175,6 +176,7 @@ def all_confidences(
     out["jlde_no_input"] = jlde_confidence(
         states, train_mask, k, layers=list(range(1, len(states)))
     )
+    out["jlde_energy"] = jlde_confidence(states, train_mask, k, logits=logits)
     out["jlde"] = jlde_confidence(states, train_mask, k)
     return out
 
