@@ -82,3 +82,19 @@ def test_wctm_checks():
     assert e.ex2("uniform").ok and not e.ex2("zero")
     assert e.ex3("fixed").ok and not e.ex3("growing")
     assert e.ex4([0.082, 0.0, 0.006]).ok and not e.ex4([0.0, 0.0, 0.006]).ok
+
+
+def test_jlde_checks():
+    import dataclasses
+    import math
+
+    from lib import jlde
+    from lib.jlde import exercises as e
+
+    assert e.ex1(1 / math.sqrt(6)).ok and not e.ex1(1 / 3)
+    assert e.ex2("yes").ok and not e.ex2("no")
+    tiny = dataclasses.replace(jlde.SMOKE, num_nodes=300, epochs=20, probe_steps=20)
+    gap = e._joint_gap(tiny, 0)
+    assert e.ex3(gap, tiny).ok and not e.ex3(gap + 1.0, tiny)
+    with pytest.raises(TypeError, match="cfg"):
+        e.ex4(0.0, "cfg")
