@@ -158,13 +158,12 @@ def tune(cfg, seeds, device="cpu", grid=None) -> dict:
     return res
 
 
-def run_experiment(cfg, device=None) -> dict:
+def run_experiment(cfg, device="cpu") -> dict:
     """The FULL (or SMOKE) run: the homophily sweep on ``cfg.seed`` and the claims on
     ``cfg.claim_seeds``, as plain JSON-able numbers."""
     from .claims import measure_claims
 
     _check_cfg(cfg)
-    device = "cpu" if device is None else device
     sweep = homophily_sweep(cfg, device=device)
     measured = measure_claims(cfg, cfg.claim_seeds, device)
     return {
