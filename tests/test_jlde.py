@@ -148,6 +148,19 @@ def _states(seed=0, n=120):
     return [X, H1, H2], train
 
 
+def test_layer1_and_rank_sum_scores():
+    states, train = _states(3)
+    logits = torch.randn(states[0].shape[0], 3, dtype=torch.float64)
+    c = J.all_confidences(states, logits, train)
+    assert set(c) == set(J.SCORES)
+    assert torch.equal(c["knn_layer1"], J.jlde_confidence(states, train, layers=[1]))
+    n = states[0].shape[0]
+    ranks = [J.jlde_confidence(states, train, layers=[i]) for i in range(3)]
+    want = sum(r.argsort().argsort().double() for r in ranks)
+    assert torch.equal(c["rank_sum"], want)
+    assert float(c["rank_sum"].min()) >= 0 and float(c["rank_sum"].max()) <= 3 * (n - 1)
+
+
 def test_pca_matches_sklearn():
     from sklearn.decomposition import PCA
 

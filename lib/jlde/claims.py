@@ -16,9 +16,17 @@ margins were written then too. A validation-accuracy sweep on the tuning seeds
 larger is slightly better, and the CPU budget keeps the smaller network for the book;
 the FULL preset uses 200 epochs and width 64.
 
-Verdicts recorded: the homophilic-parity rule, |gap| ≤ 0.02, failed on one notebook seed
-(−0.033) and its interval crosses the window, so it is recorded as partly reproduced
-(the rule is left as written).
+How the controls were chosen: on the left-out class at h = 0.9 every score is near an
+AUROC of 1, so a gap measured there cannot differ from 0 whatever the method does. The
+homophilic-parity claim is therefore judged on the mean of the three shifts, and the
+heterophily gain's control is the h = 0.9 gap on the two shifts where the last layer is
+well below the ceiling (feature noise and structure). The information claim's control
+is the same heterophilic graph with uninformative heterophily (``informative = 0``:
+neighbours from uniformly drawn other classes), which removes what message passing can
+add; the MLP on the informative graph is kept as a second check.
+
+Verdicts recorded: see ``expect`` on each claim (a claim whose rule fails, or whose
+control also holds, is recorded as such; the rules are left as written).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ TUNING_SEEDS = (0, 1, 2)
 #: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS)
 NOTEBOOK_SEEDS = (10, 11, 12, 13, 14)
 
-BASELINES = ("msp", "entropy", "energy", "knn_input", "knn_last")
+BASELINES = ("msp", "entropy", "energy", "knn_input", "knn_layer1", "knn_last")
 
 CLAIMS = (
     Claim(
@@ -43,25 +51,27 @@ CLAIMS = (
         where="abstract; Sec. 5 (JLDE) and its ablations",
         statistic="AUROC(JLDE) − AUROC(last-layer KNN), left-out class, h = 0.1",
         rule=Rule.at_least(0.05),
-        control="the same gap on a homophilic graph (h = 0.9)",
+        control="the same gap at h = 0.9, mean of the two shifts where the last layer "
+        "is not at the ceiling (feature noise, structure)",
+        expect="partly reproduced",
     ),
     Claim(
         "homophily-parity",
         "under homophily the last layer already holds what JLDE uses",
         paper="last-layer information suffices when neighbours agree",
         where="abstract; Sec. 4 (homophilic case)",
-        statistic="AUROC(JLDE) − AUROC(last-layer KNN), left-out class, h = 0.9",
+        statistic="AUROC(JLDE) − AUROC(last-layer KNN), mean of 3 shifts, h = 0.9",
         rule=Rule.between(-0.02, 0.02),
         control="the same gap on a heterophilic graph (h = 0.1)",
-        expect="partly reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "joint-vs-sum",
         "a density on the joint space beats the sum of per-layer densities",
         paper="joint ≥ independent per-layer estimates (ablation)",
         where="Sec. 5 (joint vs independent); repo: independent_states",
-        statistic="AUROC(JLDE) − AUROC(summed per-layer KNN), mean of 3 shifts, "
-        "h = 0.1",
+        statistic="AUROC(JLDE) − AUROC of the better per-layer sum (of the KNN "
+        "confidences, or of their ranks), mean of 3 shifts, h = 0.1",
         rule=Rule.at_least(0.02),
         control="last-layer KNN in JLDE's place",
     ),
@@ -71,19 +81,19 @@ CLAIMS = (
         paper="state-of-the-art epistemic uncertainty on heterophilic graphs",
         where="abstract; Sec. 6 (OOD detection tables)",
         statistic="AUROC(JLDE) − best baseline's AUROC (MSP, entropy, energy, "
-        "input / last-layer KNN), mean of 3 shifts, h = 0.1",
+        "KNN on the input / layer 1 / last layer), mean of 3 shifts, h = 0.1",
         rule=Rule.at_least(0.02),
         control="last-layer KNN in JLDE's place",
     ),
     Claim(
         "info-rises",
-        "information about the label grows with depth under heterophily",
+        "information about the label grows with depth when neighbours are "
+        "label-informative (tested at h = 0.1; it rises at h = 0.9 too)",
         paper="I(Y; H^(l)) can increase with l (data processing equality)",
         where="abstract; Sec. 4",
         statistic="max_l≥1 Î(Y; H^(l)) − Î(Y; X) in nats (linear probe), h = 0.1",
         rule=Rule.at_least(0.1),
-        control="an MLP (no message passing), where the data processing inequality "
-        "holds",
+        control="the same graph with uninformative heterophily (informative = 0)",
     ),
     Claim(
         "sota-real",
@@ -102,7 +112,9 @@ def _gap(run: dict, a: str, b: str) -> float:
 
 def run_seed(cfg, seed: int, device="cpu") -> dict:
     """Everything the claims read for one seed: ``{"ood": {h: {shift: {score: auroc}}},
-    "info": {h: [...]}, "info_mlp": [...]}``."""
+    "info": {h: [...]}, "info_mlp": [...], "info_uninformative": [...]}``."""
+    import dataclasses
+
     from .experiment import run_setting
 
     out = {"ood": {}, "info": {}}
@@ -115,6 +127,10 @@ def run_seed(cfg, seed: int, device="cpu") -> dict:
         )["info"]
     out["info_mlp"] = run_setting(
         cfg, cfg.low_h, None, seed, kind="mlp", device=device, information=True
+    )["info"]
+    flat = dataclasses.replace(cfg, informative=0.0)
+    out["info_uninformative"] = run_setting(
+        flat, cfg.low_h, None, seed, device=device, information=True
     )["info"]
     return out
 
@@ -133,20 +149,25 @@ def claims_from_runs(cfg, runs: dict) -> dict:
             r["ood"][lo]["leave_out_class"],
             r["ood"][hi]["leave_out_class"],
         )
-        out["heterophily-gain"]["values"][s] = _gap(loc_lo, "jlde", "knn_last")
-        out["heterophily-gain"]["control"][s] = _gap(loc_hi, "jlde", "knn_last")
-        out["homophily-parity"]["values"][s] = _gap(loc_hi, "jlde", "knn_last")
-        out["homophily-parity"]["control"][s] = _gap(loc_lo, "jlde", "knn_last")
         m = {sc: _mean_over_shifts(r["ood"][lo], sc) for sc in r["ood"][lo][SHIFTS[0]]}
-        out["joint-vs-sum"]["values"][s] = m["jlde"] - m["independent"]
-        out["joint-vs-sum"]["control"][s] = m["knn_last"] - m["independent"]
+        mh = {sc: _mean_over_shifts(r["ood"][hi], sc) for sc in ("jlde", "knn_last")}
+        unsat = [r["ood"][hi][sh] for sh in ("feature_noise", "structure")]
+        out["heterophily-gain"]["values"][s] = _gap(loc_lo, "jlde", "knn_last")
+        out["heterophily-gain"]["control"][s] = sum(
+            _gap(u, "jlde", "knn_last") for u in unsat
+        ) / len(unsat)
+        out["homophily-parity"]["values"][s] = mh["jlde"] - mh["knn_last"]
+        out["homophily-parity"]["control"][s] = m["jlde"] - m["knn_last"]
+        best_sum = max(m["independent"], m["rank_sum"])
+        out["joint-vs-sum"]["values"][s] = m["jlde"] - best_sum
+        out["joint-vs-sum"]["control"][s] = m["knn_last"] - best_sum
         best = max(m[b] for b in BASELINES)
         best_other = max(m[b] for b in BASELINES if b != "knn_last")
         out["best-score"]["values"][s] = m["jlde"] - best
         out["best-score"]["control"][s] = m["knn_last"] - best_other
-        info, mlp = r["info"][lo], r["info_mlp"]
+        info, flat = r["info"][lo], r["info_uninformative"]
         out["info-rises"]["values"][s] = max(info[1:]) - info[0]
-        out["info-rises"]["control"][s] = max(mlp[1:]) - mlp[0]
+        out["info-rises"]["control"][s] = max(flat[1:]) - flat[0]
     return out
 
 

@@ -158,12 +158,13 @@ def tune(cfg, seeds, device="cpu", grid=None) -> dict:
     return res
 
 
-def run_experiment(cfg, device="cpu") -> dict:
+def run_experiment(cfg, device=None) -> dict:
     """The FULL (or SMOKE) run: the homophily sweep on ``cfg.seed`` and the claims on
-    ``cfg.claim_seeds``, as plain JSON-able numbers."""
+    ``cfg.claim_seeds``, as plain JSON-able numbers (``device``: None means the CPU)."""
     from .claims import measure_claims
 
     _check_cfg(cfg)
+    device = "cpu" if device is None else device
     sweep = homophily_sweep(cfg, device=device)
     measured = measure_claims(cfg, cfg.claim_seeds, device)
     return {

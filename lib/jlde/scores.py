@@ -18,8 +18,10 @@ SCORES = (
     "entropy",
     "energy",
     "knn_input",
+    "knn_layer1",
     "knn_last",
     "independent",
+    "rank_sum",
     "jlde_no_input",
     "jlde_energy",
     "jlde",
@@ -171,8 +173,14 @@ def all_confidences(
         )
     out = logit_confidences(logits)
     out["knn_input"] = jlde_confidence(states, train_mask, k, layers=[0])
+    out["knn_layer1"] = jlde_confidence(states, train_mask, k, layers=[1])
     out["knn_last"] = jlde_confidence(states, train_mask, k, layers=[-1])
     out["independent"] = jlde_confidence(states, train_mask, k, independent=True)
+    # the per-layer densities combined without their scales: the sum of their ranks
+    out["rank_sum"] = sum(
+        jlde_confidence(states, train_mask, k, layers=[i]).argsort().argsort().double()
+        for i in range(len(states))
+    )
     out["jlde_no_input"] = jlde_confidence(
         states, train_mask, k, layers=list(range(1, len(states)))
     )
