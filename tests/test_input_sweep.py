@@ -530,6 +530,27 @@ def _cases_jlde():
         ),
         Case(
             ch,
+            "class_homophily",
+            J.class_homophily,
+            lambda: dict(edge_index=G.edge_index.clone(), y=G.y.clone()),
+        ),
+        Case(
+            ch,
+            "connectome",
+            J.connectome,
+            lambda: dict(side="left", left_out="O"),
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "real_graph",
+            J.real_graph,
+            lambda: dict(cfg=TINY, seed=0, left_out="O", kind="gcn", device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
             "split_nodes",
             J.split_nodes,
             lambda: dict(n=20, train=0.2, val=0.1, generator=g()),

@@ -280,6 +280,33 @@ def test_run_setting_keys():
     assert len(out["info"]) == TINY.depth + 1 and 0 <= out["acc"] <= 1
 
 
+def test_class_homophily_known_answer():
+    # a path 0-1-2-3 with labels 0 0 1 1: class 0's ends: (0,1) same, (1,0) same,
+    # (1,2) other; class 1's: (2,1) other, (2,3) same, (3,2) same
+    e = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
+    y = torch.tensor([0, 0, 1, 1])
+    assert torch.allclose(
+        J.class_homophily(e, y), torch.tensor([2 / 3, 2 / 3]).double()
+    )
+
+
+def test_connectome_loads_the_bundled_files():
+    G = J.connectome("left", "O")
+    assert G.x.shape == (209, 418) and G.edge_index.shape == (2, 11118)
+    # the left-out type is the last label; sizes of I, K, P, O
+    assert torch.bincount(G.y).tolist() == [21, 101, 58, 29]
+    e = G.edge_index
+    assert bool((e[0] != e[1]).all())  # no self-loops
+    assert J.edge_homophily(e, G.y) == pytest.approx(0.4366, abs=1e-4)
+    assert J.connectome("right", "K").y.max() == 3
+
+
+def test_real_graph_scores_the_left_out_type():
+    out = J.real_graph(TINY, 0, "I")
+    assert set(out["ood"]) == set(J.SCORES) and 0 <= out["acc"] <= 1
+    assert all(0 <= v <= 1 for v in out["ood"].values())
+
+
 # --- bad inputs -----------------------------------------------------------------------
 
 
@@ -287,6 +314,15 @@ def test_run_setting_keys():
     "call, exc, msg",
     [
         (lambda: J.csbm(3, 5), ValueError, "num_nodes"),
+        (lambda: J.connectome("middle"), ValueError, "side"),
+        (lambda: J.connectome("left", "Z"), ValueError, "left_out"),
+        (lambda: J.real_graph(TINY, -1), ValueError, "seed"),
+        (lambda: J.real_graph("cfg", 0), TypeError, "cfg"),
+        (
+            lambda: J.class_homophily(torch.ones(3, 2).long(), torch.ones(2).long()),
+            ValueError,
+            "edge_index",
+        ),
         (lambda: J.csbm(100, homophily=1.5), ValueError, "homophily"),
         (lambda: J.csbm(100, degree=-1.0), ValueError, "degree"),
         (lambda: J.csbm(100, num_classes=1), ValueError, "num_classes"),

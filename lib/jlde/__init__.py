@@ -29,8 +29,25 @@ from dataclasses import dataclass
 from lib.common import check_int, check_numbers, check_positive, check_probability
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
-from .experiment import homophily_sweep, make_graph, run_experiment, run_setting, tune
-from .graph import SHIFTS, Graph, csbm, edge_homophily, shift_graph, split_nodes
+from .experiment import (
+    homophily_sweep,
+    make_graph,
+    real_graph,
+    run_experiment,
+    run_setting,
+    tune,
+)
+from .graph import (
+    CELL_TYPES,
+    SHIFTS,
+    Graph,
+    class_homophily,
+    connectome,
+    csbm,
+    edge_homophily,
+    shift_graph,
+    split_nodes,
+)
 from .model import KINDS, MPNN, embed, propagation, train_mpnn
 from .scores import (
     SCORES,
@@ -116,12 +133,15 @@ __all__ = [
     "SMOKE",
     "FULL",
     "SHIFTS",
+    "CELL_TYPES",
     "KINDS",
     "SCORES",
     "Graph",
     "MPNN",
     "csbm",
     "edge_homophily",
+    "class_homophily",
+    "connectome",
     "split_nodes",
     "shift_graph",
     "propagation",
@@ -137,6 +157,7 @@ __all__ = [
     "entropy_nats",
     "make_graph",
     "run_setting",
+    "real_graph",
     "homophily_sweep",
     "tune",
     "run_experiment",

@@ -133,6 +133,62 @@ def edge_homophily(edge_index: torch.Tensor, y: torch.Tensor) -> float:
 
 SHIFTS = ("leave_out_class", "feature_noise", "structure")
 
+#: cell types of the larval Drosophila mushroom-body connectome (graspologic's files)
+CELL_TYPES = ("I", "K", "O", "P")
+
+
+def connectome(side: str = "left", left_out: str = "O") -> Graph:
+    """The larval Drosophila mushroom-body connectome (Eichler et al., 2017), as in
+    the graspologic wheel: neurons of four cell types (I: modulatory input, K: Kenyon
+    cells, O: output, P: projection), edges where there is a synapse either way.
+
+    The graph has no node features; each node's feature vector is its connectivity
+    profile, log(1 + synapse count) to and from every neuron (n, 2n). Labels are
+    renumbered so that ``left_out`` is the last class (``shift_graph``'s
+    ``leave_out_class`` makes it OOD). The data files are read from the installed
+    package without importing it (it needs dependencies we do not install).
+    """
+    import importlib.util
+    import os
+
+    import numpy as np
+
+    from lib.common import check_choice
+
+    check_choice("side", side, ("left", "right"))
+    check_choice("left_out", left_out, CELL_TYPES)
+    spec = importlib.util.find_spec("graspologic")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "graspologic: not installed (requirements-nodeps.txt installs it; `make`)"
+        )
+    root = os.path.join(spec.submodule_search_locations[0], "datasets", "drosophila")
+    A = np.loadtxt(os.path.join(root, f"{side}_adjacency.csv"))  # (n, n) synapses
+    names = np.loadtxt(os.path.join(root, f"{side}_cell_labels.csv"), dtype=str)
+    order = [c for c in CELL_TYPES if c != left_out] + [left_out]
+    y = torch.as_tensor([order.index(c) for c in names])  # (n,)
+    W = torch.as_tensor(np.log1p(A), dtype=torch.float32)  # (n, n)
+    x = torch.cat([W, W.T], 1)  # (n, 2n): out- and in-profile
+    B = (W + W.T) > 0
+    B.fill_diagonal_(False)
+    return Graph(x, y, B.nonzero().T.contiguous())
+
+
+def class_homophily(edge_index: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per class c, the share of edge ends at class-c nodes whose other end is also of
+    class c: (C,), NaN for a class without edges."""
+    check_tensor("edge_index", edge_index, ndim=2, integer=True)
+    check_tensor("y", y, ndim=1, integer=True, nonempty=True)
+    if edge_index.shape[0] != 2:
+        raise ValueError(
+            f"edge_index: expected shape (2, E), got {tuple(edge_index.shape)}"
+        )
+    C = int(y.max()) + 1
+    src, same = y[edge_index[0]], (y[edge_index[0]] == y[edge_index[1]]).double()
+    hits = torch.zeros(C, dtype=torch.float64).index_add_(0, src, same)  # (C,)
+    ends = torch.bincount(src, minlength=C).double()  # (C,)
+    return hits / ends
+
 
 def split_nodes(
     n: int, train: float = 0.2, val: float = 0.1, *, generator=None
