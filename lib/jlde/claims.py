@@ -40,7 +40,20 @@ TUNING_SEEDS = (0, 1, 2)
 #: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS)
 NOTEBOOK_SEEDS = (10, 11, 12, 13, 14)
 
-BASELINES = ("msp", "entropy", "energy", "knn_input", "knn_layer1", "knn_last")
+BASELINES = (
+    "msp",
+    "entropy",
+    "energy",
+    "knn_input",
+    "knn_layer1",
+    "knn_last",
+    "knn_input_layer1",
+    "knn_input_last",
+)
+#: the network :func:`lib.jlde.experiment.tune` picks on TUNING_SEEDS (validation
+#: accuracy 0.983, against 0.951 for the book's 100 epochs at width 32); best-score is
+#: judged on both networks, because better-trained softmax scores are harder to beat
+VALIDATION_NET = {"epochs": 200, "hidden": 64}
 
 CLAIMS = (
     Claim(
@@ -81,7 +94,9 @@ CLAIMS = (
         paper="state-of-the-art epistemic uncertainty on heterophilic graphs",
         where="abstract; Sec. 6 (OOD detection tables)",
         statistic="AUROC(JLDE) − best baseline's AUROC (MSP, entropy, energy, "
-        "KNN on the input / layer 1 / last layer), mean of 3 shifts, h = 0.1",
+        "KNN on the input / layer 1 / last layer / [input, layer 1] / [input, last "
+        "layer]), mean of 3 shifts, h = 0.1; the smaller of the values with the "
+        "book's network and with the validation-chosen one (200 epochs, width 64)",
         rule=Rule.at_least(0.02),
         control="last-layer KNN in JLDE's place",
     ),
@@ -112,6 +127,7 @@ def _gap(run: dict, a: str, b: str) -> float:
 
 def run_seed(cfg, seed: int, device="cpu") -> dict:
     """Everything the claims read for one seed: ``{"ood": {h: {shift: {score: auroc}}},
+    "ood_validation_net": {shift: {score: auroc}} (h = low_h, VALIDATION_NET),
     "info": {h: [...]}, "info_mlp": [...], "info_uninformative": [...]}``."""
     import dataclasses
 
@@ -125,6 +141,15 @@ def run_seed(cfg, seed: int, device="cpu") -> dict:
         out["info"][h] = run_setting(
             cfg, h, None, seed, device=device, information=True
         )["info"]
+    big = dataclasses.replace(cfg, **VALIDATION_NET)
+    out["ood_validation_net"] = (
+        out["ood"][cfg.low_h]
+        if big == cfg
+        else {
+            s: run_setting(big, cfg.low_h, s, seed, device=device)["ood"]
+            for s in SHIFTS
+        }
+    )
     out["info_mlp"] = run_setting(
         cfg, cfg.low_h, None, seed, kind="mlp", device=device, information=True
     )["info"]
@@ -137,6 +162,14 @@ def run_seed(cfg, seed: int, device="cpu") -> dict:
 
 def _mean_over_shifts(by_shift: dict, score: str) -> float:
     return sum(by_shift[s][score] for s in SHIFTS) / len(SHIFTS)
+
+
+def _best_score_leads(by_shift: dict) -> tuple:
+    """(JLDE − best baseline, last-layer KNN − best other baseline), 3-shift means."""
+    m = {sc: _mean_over_shifts(by_shift, sc) for sc in ("jlde",) + BASELINES}
+    best = max(m[b] for b in BASELINES)
+    best_other = max(m[b] for b in BASELINES if b != "knn_last")
+    return m["jlde"] - best, m["knn_last"] - best_other
 
 
 def claims_from_runs(cfg, runs: dict) -> dict:
@@ -161,10 +194,12 @@ def claims_from_runs(cfg, runs: dict) -> dict:
         best_sum = max(m["independent"], m["rank_sum"])
         out["joint-vs-sum"]["values"][s] = m["jlde"] - best_sum
         out["joint-vs-sum"]["control"][s] = m["knn_last"] - best_sum
-        best = max(m[b] for b in BASELINES)
-        best_other = max(m[b] for b in BASELINES if b != "knn_last")
-        out["best-score"]["values"][s] = m["jlde"] - best
-        out["best-score"]["control"][s] = m["knn_last"] - best_other
+        leads = [
+            _best_score_leads(r["ood"][lo]),
+            _best_score_leads(r["ood_validation_net"]),
+        ]
+        out["best-score"]["values"][s] = min(a for a, _ in leads)
+        out["best-score"]["control"][s] = min(b for _, b in leads)
         info, flat = r["info"][lo], r["info_uninformative"]
         out["info-rises"]["values"][s] = max(info[1:]) - info[0]
         out["info-rises"]["control"][s] = max(flat[1:]) - flat[0]

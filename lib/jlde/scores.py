@@ -20,6 +20,8 @@ SCORES = (
     "knn_input",
     "knn_layer1",
     "knn_last",
+    "knn_input_layer1",
+    "knn_input_last",
     "independent",
     "rank_sum",
     "jlde_no_input",
@@ -175,6 +177,9 @@ def all_confidences(
     out["knn_input"] = jlde_confidence(states, train_mask, k, layers=[0])
     out["knn_layer1"] = jlde_confidence(states, train_mask, k, layers=[1])
     out["knn_last"] = jlde_confidence(states, train_mask, k, layers=[-1])
+    # JLDE on two blocks only: the input with the first, or with the last, layer
+    out["knn_input_layer1"] = jlde_confidence(states, train_mask, k, layers=[0, 1])
+    out["knn_input_last"] = jlde_confidence(states, train_mask, k, layers=[0, -1])
     out["independent"] = jlde_confidence(states, train_mask, k, independent=True)
     # the per-layer densities combined without their scales: the sum of their ranks
     out["rank_sum"] = sum(
