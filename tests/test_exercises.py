@@ -277,3 +277,19 @@ def test_scmoe_checks():
         e.ex2(0.7, combine)
     with pytest.raises(ValueError, match="answer"):
         e.ex3(1, "the router")
+
+
+def test_jlde_checks():
+    import dataclasses
+    import math
+
+    from lib import jlde
+    from lib.jlde import exercises as e
+
+    assert e.ex1(1 / math.sqrt(6)).ok and not e.ex1(1 / 3)
+    assert e.ex2("yes").ok and not e.ex2("no")
+    tiny = dataclasses.replace(jlde.SMOKE, num_nodes=300, epochs=20, probe_steps=20)
+    gap = e._joint_gap(tiny, 0)
+    assert e.ex3(gap, tiny).ok and not e.ex3(gap + 1.0, tiny)
+    with pytest.raises(TypeError, match="cfg"):
+        e.ex4(0.0, "cfg")

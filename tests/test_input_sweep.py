@@ -57,6 +57,7 @@ CHAPTERS = (
     "proofaug",
     "scmoe",
     "smooth_sb",
+    "jlde",
 )
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
@@ -461,6 +462,262 @@ def _cases_brokerage():
             ch, "judge", B.judge, lambda: dict(measured=measured), {"measured": "obj"}
         ),
         Case(ch, "concat_markets", B.concat_markets, lambda: dict(markets=[mkt, mkt])),
+    ]
+
+
+def _cases_jlde():
+    from lib import jlde as J
+
+    ch = "jlde"
+    g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    TINY = dataclasses.replace(
+        J.SMOKE,
+        num_nodes=50,
+        dim=4,
+        hidden=4,
+        epochs=2,
+        probe_steps=2,
+        homophilies=(0.5,),
+        claim_seeds=(0,),
+    )
+    G = J.csbm(60, 3, 4, 4.0, 0.5, generator=g())
+    n = G.num_nodes
+    mask = torch.arange(n) % 3 == 0
+    model = J.train_mpnn(G, mask, 3, hidden=4, depth=1, epochs=2)
+    st = [G.x.clone(), torch.randn(n, 3, generator=g())]
+    logits = torch.randn(n, 3, generator=g())
+    measured = J.measure_claims(TINY, (0,))
+    cfg_kinds = {
+        "seed": "nonneg",
+        "informative": "prob",
+        "dropout": "prob",
+        "train_fraction": "prob",
+        "ood_fraction": "prob",
+        "low_h": "prob",
+        "high_h": "prob",
+        "homophilies": "seq_prob",
+        "claim_seeds": "seq_nonneg",
+    }
+    heavy = {"cfg": "obj"}
+    return [
+        config_case(ch, J.Config, J.SMOKE, cfg_kinds),
+        Case(
+            ch,
+            "Graph",
+            J.Graph,
+            lambda: dict(x=G.x.clone(), y=G.y.clone(), edge_index=G.edge_index.clone()),
+        ),
+        Case(
+            ch,
+            "csbm",
+            J.csbm,
+            lambda: dict(
+                num_nodes=60,
+                num_classes=3,
+                dim=4,
+                degree=4.0,
+                homophily=0.5,
+                informative=1.0,
+                signal=1.0,
+                generator=g(),
+            ),
+            {"homophily": "prob", "informative": "prob"},
+        ),
+        Case(
+            ch,
+            "edge_homophily",
+            J.edge_homophily,
+            lambda: dict(edge_index=G.edge_index.clone(), y=G.y.clone()),
+        ),
+        Case(
+            ch,
+            "class_homophily",
+            J.class_homophily,
+            lambda: dict(edge_index=G.edge_index.clone(), y=G.y.clone()),
+        ),
+        Case(
+            ch,
+            "connectome",
+            J.connectome,
+            lambda: dict(side="left", left_out="O"),
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "real_graph",
+            J.real_graph,
+            lambda: dict(cfg=TINY, seed=0, left_out="O", kind="gcn", device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "split_nodes",
+            J.split_nodes,
+            lambda: dict(n=20, train=0.2, val=0.1, generator=g()),
+            {"train": "prob", "val": "prob"},
+        ),
+        Case(
+            ch,
+            "shift_graph",
+            J.shift_graph,
+            lambda: dict(graph=G, shift="structure", fraction=0.1, generator=g()),
+            {"fraction": "prob"},
+        ),
+        Case(
+            ch,
+            "propagation",
+            J.propagation,
+            lambda: dict(edge_index=G.edge_index.clone(), n=n, kind="gcn"),
+        ),
+        Case(
+            ch,
+            "MPNN",
+            J.MPNN,
+            lambda: dict(
+                in_dim=4, hidden=8, out_dim=3, depth=2, kind="gcn", dropout=0.5
+            ),
+            {"dropout": "prob"},
+        ),
+        Case(
+            ch,
+            "train_mpnn",
+            J.train_mpnn,
+            lambda: dict(
+                graph=G,
+                train_mask=mask.clone(),
+                num_classes=3,
+                kind="gcn",
+                hidden=4,
+                depth=1,
+                epochs=2,
+                lr=0.01,
+                weight_decay=5e-4,
+                dropout=0.5,
+                seed=0,
+            ),
+            {"weight_decay": "nonnegf", "dropout": "prob", "seed": "nonneg"},
+        ),
+        Case(ch, "embed", J.embed, lambda: dict(model=model, graph=G)),
+        Case(
+            ch,
+            "pca_reduce",
+            J.pca_reduce,
+            lambda: dict(h=st[1].clone(), variance=0.95),
+            {"variance": "prob"},
+        ),
+        Case(
+            ch,
+            "knn_confidence",
+            J.knn_confidence,
+            lambda: dict(values=st[1].clone(), train_mask=mask.clone(), k=2),
+        ),
+        Case(
+            ch,
+            "jlde_confidence",
+            J.jlde_confidence,
+            lambda: dict(
+                states=[s.clone() for s in st],
+                train_mask=mask.clone(),
+                k=2,
+                variance=0.95,
+                layers="all",
+                independent=False,
+                logits=None,
+            ),
+            {"variance": "prob"},
+        ),
+        Case(
+            ch,
+            "logit_confidences",
+            J.logit_confidences,
+            lambda: dict(logits=logits.clone()),
+        ),
+        Case(
+            ch,
+            "all_confidences",
+            J.all_confidences,
+            lambda: dict(
+                states=[s.clone() for s in st],
+                logits=logits.clone(),
+                train_mask=mask.clone(),
+                k=2,
+            ),
+        ),
+        Case(ch, "auroc", J.auroc, lambda: dict(pos=T(0.9, 0.5), neg=T(0.1, 0.6))),
+        Case(
+            ch,
+            "probe_information",
+            J.probe_information,
+            lambda: dict(
+                h=st[1].clone(),
+                y=G.y.clone(),
+                train_mask=mask.clone(),
+                test_mask=~mask,
+                steps=3,
+                l2=1e-3,
+            ),
+            {"l2": "nonnegf"},
+        ),
+        Case(ch, "entropy_nats", J.entropy_nats, lambda: dict(y=G.y.clone())),
+        Case(
+            ch,
+            "make_graph",
+            J.make_graph,
+            lambda: dict(cfg=TINY, homophily=0.5, seed=0, shift=None),
+            {"cfg": "obj", "homophily": "prob", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "run_setting",
+            J.run_setting,
+            lambda: dict(
+                cfg=TINY,
+                homophily=0.5,
+                shift="structure",
+                seed=0,
+                kind="gcn",
+                device="cpu",
+                information=False,
+            ),
+            {"cfg": "obj", "homophily": "prob", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "homophily_sweep",
+            J.homophily_sweep,
+            lambda: dict(cfg=TINY, seed=0, device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "tune",
+            J.tune,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", grid=[(2, 4)]),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            J.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            heavy,
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            J.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", runs=None),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", J.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
     ]
 
 
@@ -4022,6 +4279,8 @@ ALLOWED: dict = {
     ("ood_shaping", "fpr_at_95_tpr", "score_ood", "inf"): "ranks are defined",
     ("self_inf_n", "spearman", "x", "inf"): "ranks are defined",
     ("self_inf_n", "spearman", "y", "inf"): "ranks are defined",
+    ("jlde", "auroc", "pos", "inf"): "ranks are defined",
+    ("jlde", "auroc", "neg", "inf"): "ranks are defined",
 }
 
 
