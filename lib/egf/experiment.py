@@ -1,0 +1,194 @@
+"""Training, evaluation and the chapter's runs: small EGF, small and large Moser Flow
+and a wrapped KDE on each torus target, with exact KL on a grid."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from lib.common import check_choice, check_int, check_positive, make_generator
+
+from .models import (
+    EGF,
+    MoserFlow,
+    density_on_grid,
+    kl_to_target,
+    kl_weak_fm_loss,
+    sample_chain,
+)
+from .torus import (
+    TARGETS,
+    grid_points,
+    kde_density,
+    make_maps,
+    sample_target,
+    target_density,
+)
+
+#: the models of the comparison (egf_<maps>: the EGF with another transformation set)
+MODELS = ("egf", "moser", "moser_large", "egf_translation", "egf_identity")
+
+
+def build_model(name: str, cfg, seed: int, device="cpu"):
+    """A freshly initialised model (seeded by ``seed``) of the comparison."""
+    name = check_choice("name", name, MODELS)
+    torch.manual_seed(seed)
+    if name.startswith("egf"):
+        kind = "sl2" if name == "egf" else name.split("_")[1]
+        return EGF(make_maps(kind), cfg.width, cfg.depth).to(device)
+    width = cfg.large_width if name == "moser_large" else cfg.width
+    return MoserFlow(width, cfg.depth).to(device)
+
+
+def train(model, data: torch.Tensor, cfg, lr: float, seed: int, device="cpu"):
+    """Adam on the KL-weakFM loss: each step a minibatch of data and as many uniform
+    probe points (ν_train = uniform ∪ data); returns the loss curve (list)."""
+    lr = check_positive("lr", lr)
+    g = make_generator(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps)
+    n, B = data.shape[0], cfg.batch
+    idx = torch.randint(0, n, (cfg.steps, B), generator=g)
+    probes = torch.rand(cfg.steps, B, 2, dtype=torch.float64, generator=g)
+    losses = []
+    for t in range(cfg.steps):
+        batch = data[idx[t].to(data.device)]
+        probe = torch.cat([probes[t].to(device), batch])  # uniform ∪ data
+        loss = kl_weak_fm_loss(model, batch, probe, cfg.b, cfg.eps)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.detach())
+    return [float(v) for v in torch.stack(losses)]
+
+
+def evaluate(model, target: str, cfg, device="cpu") -> dict:
+    """Exact KL(target ‖ model) on the grid, the model's negative mass, and its
+    parameter count."""
+    q, x, neg = density_on_grid(model, cfg.grid, device=device)
+    p = target_density(x, target)
+    return {
+        "kl": kl_to_target(q, p),
+        "neg_mass": neg,
+        "params": sum(w.numel() for w in model.parameters()),
+    }
+
+
+def fit_kde(train_x, val_x, bandwidths, target: str, cfg, device="cpu") -> dict:
+    """A wrapped Gaussian KDE whose bandwidth maximises the validation likelihood;
+    its exact KL on the grid."""
+    scores = []
+    for h in bandwidths:
+        scores.append(-kde_density(val_x, train_x, h).clamp_min(1e-12).log().mean())
+    h = bandwidths[int(torch.stack(scores).argmin())]
+    x = grid_points(cfg.grid, device=device)
+    q = kde_density(x, train_x, h)
+    q = q / q.mean()
+    return {"kl": kl_to_target(q, target_density(x, target)), "bandwidth": h}
+
+
+def fit_one(name: str, target: str, cfg, seed: int, lr=None, device="cpu") -> tuple:
+    """Train model ``name`` on ``cfg.n_train`` samples of ``target`` (data seed
+    ``seed``); returns (model, metrics with the loss curve and wall time)."""
+    target = check_choice("target", target, TARGETS)
+    seed = check_int("seed", seed, 0)
+    data = sample_target(target, cfg.n_train, make_generator(10_000 + seed), device)
+    model = build_model(name, cfg, seed, device)
+    if lr is None:
+        lr = (
+            cfg.lr_moser_large
+            if name == "moser_large"
+            else (cfg.lr_moser if name == "moser" else cfg.lr_egf)
+        )
+    t0 = time.perf_counter()
+    curve = train(model, data, cfg, lr, seed, device)
+    out = evaluate(model, target, cfg, device)
+    out.update(curve=curve, seconds=time.perf_counter() - t0)
+    return model, out
+
+
+def tune_lr(cfg, seeds, lrs=(1e-3, 3e-3, 1e-2), device="cpu") -> dict:
+    """The same budget for every model: each learning rate of ``lrs`` on each seed and
+    target; returns {model: {lr: mean validation NLL}} (validation: held-out target
+    samples, never the grid KL)."""
+    out = {}
+    for name in ("egf", "moser", "moser_large"):
+        out[name] = {}
+        for lr in lrs:
+            vals = []
+            for target in TARGETS:
+                for s in seeds:
+                    model, _ = fit_one(name, target, cfg, s, lr=lr, device=device)
+                    val = sample_target(
+                        target, 2000, make_generator(20_000 + s), device
+                    )
+                    vals.append(_val_nll(model, val, cfg, device))
+            out[name][lr] = sum(vals) / len(vals)
+    return out
+
+
+def _val_nll(model, val, cfg, device) -> float:
+    """−E_val log q with q = f̂⁺ / ∫f̂⁺ (grid quadrature), floored at 1e-4."""
+    x = grid_points(cfg.grid, device=device)
+    norm = torch.cat(
+        [model.terminal(x[i : i + 8192]).detach() for i in range(0, len(x), 8192)]
+    )
+    norm = norm.clamp_min(0).mean()
+    q = model.terminal(val).detach().clamp_min(0) / norm
+    return float(-q.clamp_min(1e-4).log().mean())
+
+
+def run_experiment(cfg, device="cpu") -> dict:
+    """The chapter's comparison on ``cfg.seed``: every model on both targets, the KDE,
+    and the EGF's chain samples; plus the claims on ``cfg.claim_seeds``."""
+    from .claims import claim_fits, measure_claims
+
+    _check_cfg(cfg)
+    res = {"fits": {}, "kde": {}, "chain": {}}
+    for target in TARGETS:
+        res["fits"][target] = {}
+        for name in ("egf", "moser", "moser_large"):
+            model, m = fit_one(name, target, cfg, cfg.seed, device=device)
+            res["fits"][target][name] = m
+            if name == "egf":
+                res["chain"][target] = chain_stats(model, target, cfg, device)
+        gen = make_generator(10_000 + cfg.seed)
+        tr = sample_target(target, cfg.n_train, gen, device)
+        val = sample_target(target, 2000, make_generator(20_000 + cfg.seed), device)
+        res["kde"][target] = fit_kde(tr, val, cfg.bandwidths, target, cfg, device)
+    res["claim_fits"] = claim_fits(cfg, cfg.claim_seeds, device)
+    res["claims"] = measure_claims(cfg, cfg.claim_seeds, device, res["claim_fits"])
+    return res
+
+
+def chain_stats(egf, target: str, cfg, device="cpu") -> dict:
+    """Total variation on a 16×16 histogram between the chain's samples and the
+    model's own grid density (and the target's), and the mean trajectory length."""
+    x, steps, done = sample_chain(
+        egf, cfg.chain_samples, cfg.chain_steps, make_generator(30_000), device
+    )
+    k, w = 16, torch.tensor([16, 1])
+    cells = (torch.floor(x.cpu() * k).long().clamp(0, k - 1) * w).sum(1)
+    hist = torch.bincount(cells, minlength=k * k).double() / len(x)
+    q, grid, _ = density_on_grid(egf, cfg.grid, device=device)
+    q, grid = q.cpu(), grid.cpu()
+    gc = (torch.floor(grid * k).long().clamp(0, k - 1) * w).sum(1)
+    qh = torch.zeros(k * k, dtype=torch.float64).index_add_(0, gc, q) / len(q)
+    p = target_density(grid, target)
+    ph = torch.zeros(k * k, dtype=torch.float64).index_add_(0, gc, p) / len(p)
+    return {
+        "tv_model": float(0.5 * (hist - qh).abs().sum()),
+        "tv_target": float(0.5 * (hist - ph).abs().sum()),
+        "tv_model_target": float(0.5 * (qh - ph).abs().sum()),
+        "mean_steps": float(steps.double().mean()),
+        "stopped": float(done.double().mean()),
+    }
+
+
+def _check_cfg(cfg):
+    from . import Config
+
+    if not isinstance(cfg, Config):
+        raise TypeError(f"cfg: expected an egf.Config, got {type(cfg).__name__}")
