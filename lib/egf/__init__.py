@@ -14,7 +14,9 @@ Key equation (the star inflow in closed form, and the virtual terminal flow):
     f*←(s) = Σ_i (α_i f→)(Φ_i⁻¹ s) |det J Φ_i⁻¹(s)|,
     f̂_term = f_init + f*← − f→,   ∫ f̂_term = ∫ f_init = 1.
 
-No public code. Modules: :mod:`.torus` (maps, targets, KDE), :mod:`.models` (EGF,
+No public code. ``__all__`` is the public API; the training helpers (``train``,
+``evaluate``, ``fit_kde``, ``tune_lr``, ``chain_stats``) live in :mod:`.experiment`.
+Modules: :mod:`.torus` (maps, targets, KDE), :mod:`.models` (EGF,
 Moser Flow, losses, chain sampling), :mod:`.experiment` (training and the chapter's
 runs), :mod:`.claims`, :mod:`.reference` (naive versions for tests).
 """
@@ -126,13 +128,7 @@ __all__ = [
     "density_on_grid",
     "kl_to_target",
     "sample_chain",
-    "build_model",
-    "train",
-    "evaluate",
-    "fit_kde",
     "fit_one",
-    "tune_lr",
-    "chain_stats",
     "run_experiment",
     "CLAIMS",
     "NOTEBOOK_SEEDS",

@@ -3,9 +3,9 @@ control each.
 
 Each seed draws its own training set (data seed 10 000 + seed) and initialises its
 own networks; the statistic is the exact KL(target ‖ model) of the small Moser Flow
-minus that of the small EGF, both 3×32 MLPs on the same periodic features, trained with the
-same loss (KL-weakFM is Moser Flow's loss with f̂ in place of 1 − div u), the same
-steps, batch and penalty.
+minus that of the small EGF, both 3×32 MLPs on the same periodic features, trained
+with the same loss (KL-weakFM is Moser Flow's loss with f̂ in place of 1 − div u),
+the same steps, batch and penalty.
 
 How the settings were chosen: the width, depth, penalty b = 10 and ε were fixed from
 the paper's toy (3×32 MLP) and the notes before any run; the steps (400) and the grid

@@ -86,14 +86,23 @@ def fit_kde(train_x, val_x, bandwidths, target: str, cfg, device="cpu") -> dict:
     x = grid_points(cfg.grid, device=device)
     q = kde_density(x, train_x, h)
     q = q / q.mean()
-    return {"kl": kl_to_target(q, target_density(x, target)), "bandwidth": h}
+    q64 = kde_density(grid_points(64, device=device), train_x, h)
+    return {
+        "kl": kl_to_target(q, target_density(x, target)),
+        "bandwidth": h,
+        "density64": (q64 / q64.mean()).reshape(64, 64).tolist(),
+    }
 
 
 def fit_one(name: str, target: str, cfg, seed: int, lr=None, device="cpu") -> tuple:
     """Train model ``name`` on ``cfg.n_train`` samples of ``target`` (data seed
     ``seed``); returns (model, metrics with the loss curve and wall time)."""
+    _check_cfg(cfg)
+    name = check_choice("name", name, MODELS)
     target = check_choice("target", target, TARGETS)
     seed = check_int("seed", seed, 0)
+    if lr is not None:
+        lr = check_positive("lr", lr)
     data = sample_target(target, cfg.n_train, make_generator(10_000 + seed), device)
     model = build_model(name, cfg, seed, device)
     if lr is None:
@@ -105,7 +114,8 @@ def fit_one(name: str, target: str, cfg, seed: int, lr=None, device="cpu") -> tu
     t0 = time.perf_counter()
     curve = train(model, data, cfg, lr, seed, device)
     out = evaluate(model, target, cfg, device)
-    out.update(curve=curve, seconds=time.perf_counter() - t0)
+    q64 = density_on_grid(model, 64, device=device)[0].reshape(64, 64)
+    out.update(curve=curve, seconds=time.perf_counter() - t0, density64=q64.tolist())
     return model, out
 
 
@@ -156,7 +166,7 @@ def run_experiment(cfg, device="cpu") -> dict:
                 res["chain"][target] = chain_stats(model, target, cfg, device)
         gen = make_generator(10_000 + cfg.seed)
         tr = sample_target(target, cfg.n_train, gen, device)
-        val = sample_target(target, 2000, make_generator(20_000 + cfg.seed), device)
+        val = sample_target(target, 1000, make_generator(20_000 + cfg.seed), device)
         res["kde"][target] = fit_kde(tr, val, cfg.bandwidths, target, cfg, device)
     res["claim_fits"] = claim_fits(cfg, cfg.claim_seeds, device)
     res["claims"] = measure_claims(cfg, cfg.claim_seeds, device, res["claim_fits"])
@@ -184,6 +194,7 @@ def chain_stats(egf, target: str, cfg, device="cpu") -> dict:
         "tv_model_target": float(0.5 * (qh - ph).abs().sum()),
         "mean_steps": float(steps.double().mean()),
         "stopped": float(done.double().mean()),
+        "samples": x[:1500].cpu().tolist(),
     }
 
 

@@ -9,13 +9,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import check_generator, check_int, check_positive, check_tensor
 
 from .torus import TorusMaps, _check_points, grid_points
 
 
 def periodic_features(x: torch.Tensor) -> torch.Tensor:
     """(cos 2πx₁, sin 2πx₁, cos 2πx₂, sin 2πx₂): (N, 2) -> (N, 4), periodic on T²."""
+    x = _check_points("x", x)
     a = 2 * math.pi * x
     return torch.cat([torch.cos(a), torch.sin(a)], -1)
 
@@ -162,6 +163,7 @@ def sample_chain(
     if not isinstance(egf, EGF):
         raise TypeError(f"egf: expected an EGF, got {type(egf).__name__}")
     n, max_steps = check_int("n", n, 1), check_int("max_steps", max_steps, 1)
+    generator = check_generator("generator", generator)
     x = torch.rand(n, 2, dtype=torch.float64, generator=generator).to(device)
     u = torch.rand(max_steps, n, dtype=torch.float64, generator=generator).to(device)
     v = torch.rand(max_steps, n, dtype=torch.float64, generator=generator).to(device)

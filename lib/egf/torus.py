@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 import torch
 
-from lib.common import check_choice, check_int, check_positive, check_tensor
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_int,
+    check_positive,
+    check_tensor,
+)
 
 #: transformation sets (see :func:`make_maps`)
 MAP_KINDS = ("sl2", "translation", "identity")
@@ -128,6 +134,7 @@ def sample_target(
     """``n`` samples of the target, (n, 2) float64, drawn on the CPU then moved."""
     target = check_choice("target", target, TARGETS)
     n = check_int("n", n, 1)
+    generator = check_generator("generator", generator)
     f64 = dict(dtype=torch.float64, generator=generator)
     if target == "checkerboard":
         k = torch.randint(0, 8, (n,), generator=generator)  # one of the 8 even cells
