@@ -76,7 +76,7 @@ class Config:
     lr_moser: float = 3e-3
     lr_moser_large: float = 3e-3
     grid: int = 128  # the KL's quadrature grid (n × n)
-    bandwidths: tuple = (0.01, 0.015, 0.02, 0.03, 0.04, 0.06)  # KDE candidates
+    bandwidths: tuple = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06)  # KDE
     chain_samples: int = 4000
     chain_steps: int = 100
     claim_seeds: tuple = NOTEBOOK_SEEDS
