@@ -291,3 +291,11 @@ def test_binned_kde_matches_exact_kde_on_the_grid():
     # binning moves each sample by at most half a cell
     assert (binned - exact).abs().max() / exact.max() < 0.1
     assert binned.mean().item() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_exercise_self_checks():
+    from lib.egf import exercises as X
+
+    assert X.ex1(1.0).ok and not X.ex1(3.0).ok
+    assert X.ex2(float(np.log(2))).ok and not X.ex2(1.0).ok
+    assert X.ex3("no").ok and not X.ex3("yes").ok
