@@ -165,12 +165,15 @@ def _val_nll(model, val, cfg, device) -> float:
     return float(-q.clamp_min(1e-4).log().mean())
 
 
-def run_experiment(cfg, device="cpu") -> dict:
+def run_experiment(cfg, device=None) -> dict:
     """The chapter's comparison on ``cfg.seed``: every model on both targets, the KDE,
     and the EGF's chain samples; plus the claims on ``cfg.claim_seeds``."""
+    from lib.common import device as pick_device
+
     from .claims import claim_fits, measure_claims
 
     _check_cfg(cfg)
+    device = pick_device() if device is None else device
     res = {"fits": {}, "kde": {}, "chain": {}}
     for target in TARGETS:
         res["fits"][target] = {}
@@ -190,7 +193,8 @@ def run_experiment(cfg, device="cpu") -> dict:
 
 def chain_stats(egf, target: str, cfg, device="cpu") -> dict:
     """Total variation on a 16×16 histogram between the chain's samples and the
-    model's own grid density (and the target's), and the mean trajectory length."""
+    model's own grid density (and the target's), the same for i.i.d. draws from the
+    model (the noise floor), and the mean trajectory length."""
     x, steps, done = sample_chain(
         egf, cfg.chain_samples, cfg.chain_steps, make_generator(30_000), device
     )
@@ -203,7 +207,12 @@ def chain_stats(egf, target: str, cfg, device="cpu") -> dict:
     qh = torch.zeros(k * k, dtype=torch.float64).index_add_(0, gc, q) / len(q)
     p = target_density(grid, target)
     ph = torch.zeros(k * k, dtype=torch.float64).index_add_(0, gc, p) / len(p)
+    # the same number of i.i.d. draws from the model's histogram: the TV that sampling
+    # noise alone gives
+    iid = torch.multinomial(qh, len(x), replacement=True, generator=make_generator(1))
+    ih = torch.bincount(iid, minlength=k * k).double() / len(x)
     return {
+        "tv_iid": float(0.5 * (ih - qh).abs().sum()),
         "tv_model": float(0.5 * (hist - qh).abs().sum()),
         "tv_target": float(0.5 * (hist - ph).abs().sum()),
         "tv_model_target": float(0.5 * (qh - ph).abs().sum()),
