@@ -12,8 +12,14 @@ the paper's toy (3×32 MLP) and the notes before any run; the steps (400) and th
 (128²) by the CPU budget. The learning rate of each model (small EGF, small Moser,
 large Moser) was picked from {1e-3, 3e-3, 1e-2} by the mean validation NLL (held-out
 target samples, not the grid KL) over both targets on :data:`TUNING_SEEDS` — the same
-budget of six runs per rate for every model (:func:`lib.egf.tune_lr`). The rule's
-margin (0.1 nats) was fixed after looking at the tuning seeds only.
+budget of six runs per rate for every model (:func:`lib.egf.experiment.tune_lr`).
+Mean validation NLL at 1e-3 / 3e-3 / 1e-2: EGF −0.344 / −0.419 / −0.459, Moser 3×32
+−0.184 / −0.360 / −0.461, Moser 3×128 −0.344 / −0.452 / −0.476, so all three use 1e-2
+(the top of the grid). The rule's margin (0.1 nats) was fixed before the tuned runs,
+after one untuned run on tuning seed 0 (rate 3e-3, 150 steps: EGF 0.38, Moser 3×32
+0.69). With the tuned rates the tuning seeds gave differences of 0.02–0.03 nats on
+the checkerboard and −0.05–0.00 on the mixture; both claims are recorded as not
+reproduced.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ CLAIMS = (
         statistic=_STAT,
         rule=Rule.at_least(0.1),
         control=_CTRL,
+        expect="not reproduced",
     ),
     Claim(
         "il-mixture",
@@ -49,6 +56,7 @@ CLAIMS = (
         statistic=_STAT,
         rule=Rule.at_least(0.1),
         control=_CTRL,
+        expect="not reproduced",
     ),
     Claim(
         "earth-nll",
