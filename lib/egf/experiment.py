@@ -26,7 +26,14 @@ from .torus import (
 )
 
 #: the models of the comparison (egf_<maps>: the EGF with another transformation set)
-MODELS = ("egf", "moser", "moser_large", "egf_translation", "egf_identity")
+MODELS = (
+    "egf",
+    "moser",
+    "moser_large",
+    "egf_translation",
+    "egf_rational",
+    "egf_identity",
+)
 
 
 def build_model(name: str, cfg, seed: int, device="cpu"):
@@ -134,7 +141,11 @@ def fit_one(name: str, target: str, cfg, seed: int, lr=None, device="cpu") -> tu
     return model, out
 
 
-def tune_lr(cfg, seeds, lrs=(1e-3, 3e-3, 1e-2), device="cpu") -> dict:
+#: the learning-rate grid of :func:`tune_lr` (every model gets all of it)
+LR_GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
+
+
+def tune_lr(cfg, seeds, lrs=LR_GRID, device="cpu") -> dict:
     """The same budget for every model: each learning rate of ``lrs`` on each seed and
     target; returns {model: {lr: mean validation NLL}} (validation: held-out target
     samples, never the grid KL)."""

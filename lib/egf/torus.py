@@ -17,7 +17,7 @@ from lib.common import (
 )
 
 #: transformation sets (see :func:`make_maps`)
-MAP_KINDS = ("sl2", "translation", "identity")
+MAP_KINDS = ("sl2", "translation", "rational", "identity")
 #: target densities on the torus (see :func:`target_density`)
 TARGETS = ("checkerboard", "mixture")
 
@@ -25,6 +25,9 @@ TARGETS = ("checkerboard", "mixture")
 _A = ((2, 1), (1, 1))
 _B = ((1, 1), (0, 1))
 _SHIFTS = ((math.sqrt(2) - 1, math.sqrt(3) - 1), (math.pi - 3, math.e - 2))
+# rational shifts: they generate a finite group of translations (every orbit is the
+# 36 points x + (i, j)/6), so the maps are not ergodic
+_RATIONAL = ((1 / 2, 1 / 3), (1 / 3, 1 / 2))
 # centres of the wrapped mixture (fixed, spread over the torus) and its scale
 _CENTRES = ((0.2, 0.2), (0.5, 0.35), (0.8, 0.15), (0.15, 0.7), (0.5, 0.8), (0.8, 0.6))
 _SIGMA = 0.07
@@ -82,15 +85,16 @@ def make_maps(kind: str = "sl2", device="cpu") -> TorusMaps:
 
     ``sl2``: Φ₁ = A x + b₁, Φ₂ = B x + b₂ with A = [[2,1],[1,1]] (hyperbolic, mixing)
     and B = [[1,1],[0,1]], and their inverses; ``translation``: the same shifts with
-    M = I (ergodic rotations of the torus, not mixing); ``identity``: four copies of
-    the identity (no transport at all)."""
+    M = I (ergodic rotations of the torus, not mixing); ``rational``: translations by
+    (1/2, 1/3), (1/3, 1/2) and their inverses (a finite group: not ergodic, every
+    orbit has 36 points); ``identity``: four copies of the identity (no transport)."""
     kind = check_choice("kind", kind, MAP_KINDS)
     f64 = dict(dtype=torch.float64)
     eye = torch.eye(2, **f64)
     if kind == "identity":
         return TorusMaps(eye.repeat(4, 1, 1), torch.zeros(4, 2, **f64)).to(device)
-    b = torch.tensor(_SHIFTS, **f64)  # (2, 2)
-    if kind == "translation":
+    b = torch.tensor(_RATIONAL if kind == "rational" else _SHIFTS, **f64)  # (2, 2)
+    if kind in ("translation", "rational"):
         mats = eye.repeat(4, 1, 1)
         shifts = torch.cat([b, -b])
     else:
