@@ -175,14 +175,14 @@ def test_chain_of_a_uniform_flow_samples_uniformly():
     assert abs(x[:, 0].mean().item() - 0.5) < 0.02
 
 
-def test_training_lowers_the_loss_and_control_separates_at_tiny_size():
+def test_training_lowers_the_loss_and_beats_identity_maps_at_tiny_size():
     cfg = dataclasses.replace(
         TINY, steps=150, width=32, depth=3, batch=256, n_train=2000, grid=64
     )
     _, e = E.fit_one("egf", "checkerboard", cfg, 0)
-    _, t = E.fit_one("egf_translation", "checkerboard", cfg, 0)
+    _, t = E.fit_one("egf_identity", "checkerboard", cfg, 0)
     assert np.mean(e["curve"][-10:]) < np.mean(e["curve"][:10]) - 0.1
-    assert e["kl"] < t["kl"] - 0.05  # the mixing maps matter
+    assert e["kl"] < t["kl"] - 0.05  # the maps matter: without transport, no fit
 
 
 def test_measure_claims_shape():
@@ -299,3 +299,31 @@ def test_exercise_self_checks():
     assert X.ex1(1.0).ok and not X.ex1(3.0).ok
     assert X.ex2(float(np.log(2))).ok and not X.ex2(1.0).ok
     assert X.ex3("no").ok and not X.ex3("yes").ok
+
+
+def test_rational_maps_have_finite_orbits():
+    """The control's maps move every point by multiples of 1/6: orbits are finite."""
+    m = E.make_maps("rational")
+    x = _pts(20)
+    y = m.forward(x)  # (p, N, 2)
+    k = torch.remainder(y - x[None], 1.0) * 6
+    assert torch.allclose(k, k.round(), atol=1e-9)
+
+
+def test_chain_check_fails_for_a_uniform_policy():
+    """The sampling check discriminates: a sampler that ignores the learned policy
+    fails it, the correct one passes."""
+    cfg = dataclasses.replace(
+        TINY,
+        steps=150,
+        width=32,
+        depth=3,
+        batch=256,
+        n_train=2000,
+        grid=64,
+        chain_samples=4000,
+        chain_steps=60,
+    )
+    model, _ = E.fit_one("egf", "checkerboard", cfg, 0)
+    ok = E.chain_stats(model, "checkerboard", cfg)
+    assert ok["passes"] and not ok["uniform_passes"]

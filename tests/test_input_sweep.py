@@ -379,7 +379,11 @@ def _cases_egf():
             "sample_chain",
             E.sample_chain,
             lambda: dict(
-                egf=model, n=4, max_steps=2, generator=torch.Generator().manual_seed(0)
+                egf=model,
+                n=4,
+                max_steps=2,
+                generator=torch.Generator().manual_seed(0),
+                policy="learned",
             ),
         ),
         Case(

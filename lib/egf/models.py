@@ -9,7 +9,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from lib.common import check_generator, check_int, check_positive, check_tensor
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_int,
+    check_positive,
+    check_tensor,
+)
 
 from .torus import TorusMaps, _check_points, grid_points
 
@@ -153,17 +159,24 @@ def kl_to_target(q: torch.Tensor, p: torch.Tensor, floor: float = 1e-4) -> float
 
 @torch.no_grad()
 def sample_chain(
-    egf: EGF, n: int, max_steps: int = 100, generator=None, device="cpu"
+    egf: EGF,
+    n: int,
+    max_steps: int = 100,
+    generator=None,
+    device="cpu",
+    policy: str = "learned",
 ) -> tuple:
     """Run the EGF's Markov chain for ``n`` walkers: start uniform (f_init = 1); at s,
     stop with probability f̂⁺/(f̂⁺ + f→), else jump to Φ_i(s) with probability α_i(s).
 
-    Returns the end points (n, 2), the number of jumps (n,) and whether each walker
-    stopped before ``max_steps``."""
+    ``policy="uniform"`` draws the map uniformly instead of from α (a broken sampler,
+    the negative control of the sampling check). Returns the end points (n, 2), the
+    number of jumps (n,) and whether each walker stopped before ``max_steps``."""
     if not isinstance(egf, EGF):
         raise TypeError(f"egf: expected an EGF, got {type(egf).__name__}")
     n, max_steps = check_int("n", n, 1), check_int("max_steps", max_steps, 1)
     generator = check_generator("generator", generator)
+    policy = check_choice("policy", policy, ("learned", "uniform"))
     x = torch.rand(n, 2, dtype=torch.float64, generator=generator).to(device)
     u = torch.rand(max_steps, n, dtype=torch.float64, generator=generator).to(device)
     v = torch.rand(max_steps, n, dtype=torch.float64, generator=generator).to(device)
@@ -175,6 +188,8 @@ def sample_chain(
         term = (1.0 + egf.star_inflow(x) - f).clamp_min(0)
         stop = u[t] * (term + f) < term  # P(stop) = f̂⁺ / (f̂⁺ + f→)
         alive = alive & ~stop
+        if policy == "uniform":
+            a = torch.full_like(a, 1.0 / maps.p)
         i = (a.cumsum(-1) < v[t, :, None]).sum(-1).clamp_max(maps.p - 1)  # i ~ α
         nxt = maps.forward(x)[i, torch.arange(n, device=device)]  # (n, 2)
         x = torch.where(alive[:, None], nxt, x)
