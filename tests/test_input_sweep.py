@@ -58,6 +58,7 @@ CHAPTERS = (
     "scmoe",
     "smooth_sb",
     "jlde",
+    "egf",
 )
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
@@ -294,6 +295,126 @@ def config_case(chapter, cls, base, kinds=None, skip=(), name=None):
 @functools.lru_cache(maxsize=None)
 def cases(chapter: str) -> tuple:
     return tuple(globals()[f"_cases_{chapter}"]())
+
+
+def _cases_egf():
+    from lib import egf as E
+
+    ch = "egf"
+    TINY = E.Config(
+        steps=3,
+        batch=8,
+        n_train=50,
+        grid=8,
+        width=4,
+        depth=1,
+        large_width=4,
+        bandwidths=(0.05,),
+        chain_samples=8,
+        chain_steps=2,
+        claim_seeds=(0,),
+    )
+    maps = E.make_maps("sl2")
+    pts = lambda: torch.rand(
+        6, 2, dtype=F64, generator=torch.Generator().manual_seed(0)
+    )  # noqa: E731
+    model = E.EGF(maps, width=4, depth=1)
+    moser = E.MoserFlow(width=4, depth=1)
+    measured = E.measure_claims(TINY, (0,))
+    return [
+        config_case(
+            ch,
+            E.Config,
+            E.SMOKE,
+            {"claim_seeds": "seq_nonneg", "seed": "nonneg", "bandwidths": "seq_pos"},
+        ),
+        Case(
+            ch,
+            "TorusMaps",
+            E.TorusMaps,
+            lambda: dict(mats=maps.mats.clone(), shifts=maps.shifts.clone()),
+        ),
+        Case(ch, "make_maps", E.make_maps, lambda: dict(kind="sl2")),
+        Case(
+            ch,
+            "target_density",
+            E.target_density,
+            lambda: dict(x=pts(), target="mixture"),
+        ),
+        Case(
+            ch,
+            "sample_target",
+            E.sample_target,
+            lambda: dict(target="checkerboard", n=5, generator=torch.Generator()),
+        ),
+        Case(ch, "grid_points", E.grid_points, lambda: dict(n=4)),
+        Case(
+            ch,
+            "kde_density",
+            E.kde_density,
+            lambda: dict(x=pts(), centres=pts(), bandwidth=0.05),
+        ),
+        Case(ch, "periodic_features", E.periodic_features, lambda: dict(x=pts())),
+        Case(ch, "EGF", E.EGF, lambda: dict(maps=maps, width=4, depth=1)),
+        Case(ch, "MoserFlow", E.MoserFlow, lambda: dict(width=4, depth=1)),
+        Case(
+            ch,
+            "kl_weak_fm_loss",
+            E.kl_weak_fm_loss,
+            lambda: dict(model=model, data=pts(), probe=pts(), b=10.0, eps=1e-3),
+        ),
+        Case(
+            ch,
+            "fm_loss",
+            E.fm_loss,
+            lambda: dict(egf=model, x=pts(), reward=torch.ones(6, dtype=F64), q=2.0),
+        ),
+        Case(ch, "density_on_grid", E.density_on_grid, lambda: dict(model=moser, n=4)),
+        Case(
+            ch,
+            "kl_to_target",
+            E.kl_to_target,
+            lambda: dict(q=T(1.0, 1.0), p=T(2.0, 0.0), floor=1e-4),
+        ),
+        Case(
+            ch,
+            "sample_chain",
+            E.sample_chain,
+            lambda: dict(
+                egf=model,
+                n=4,
+                max_steps=2,
+                generator=torch.Generator().manual_seed(0),
+                policy="learned",
+            ),
+        ),
+        Case(
+            ch,
+            "fit_one",
+            E.fit_one,
+            lambda: dict(name="egf", target="mixture", cfg=TINY, seed=0, lr=1e-3),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            E.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            E.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", E.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
 
 
 def _cases_brokerage():
