@@ -2,6 +2,7 @@
 against the solution's answer (must be right) and a wrong answer (must not be)."""
 
 import pytest
+import torch
 
 from lib.common.exercises import Feedback, check_choice, check_number, check_numbers
 
@@ -70,9 +71,28 @@ def test_diffusion_maps_checks():
 
 def test_consistency_gc_checks():
     from lib.consistency_gc import exercises as e
+    from lib.consistency_gc import two_gaussians
 
     assert e.ex1(0.5**2 + 2 * 0.01**2 + 2).ok and not e.ex1(2.0)
     assert e.ex3("x*").ok and not e.ex3("z")
+    gmm = two_gaussians()
+
+    def tweedie(x, sigma, var_of=lambda s: gmm.std**2 + s**2):
+        x = x.detach().requires_grad_(True)
+        logp = torch.logsumexp(
+            gmm.weights.log()
+            - 0.5 * ((x[:, None] - gmm.means) ** 2).sum(-1) / var_of(sigma),
+            dim=1,
+        )
+        (grad,) = torch.autograd.grad(logp.sum(), x)
+        return x.detach() + sigma**2 * grad
+
+    assert e.ex2(tweedie).ok
+    assert not e.ex2(lambda x, s: tweedie(x, s, var_of=lambda t: t**2))  # no s²
+    assert not e.ex2(lambda x, s: x)
+    assert e.ex2(lambda x, s: 1 / 0).status == "wrong"
+    with pytest.raises(TypeError, match="tweedie"):
+        e.ex2(0.5)
 
 
 def test_wctm_checks():
@@ -293,3 +313,29 @@ def test_jlde_checks():
     assert e.ex3(gap, tiny).ok and not e.ex3(gap + 1.0, tiny)
     with pytest.raises(TypeError, match="cfg"):
         e.ex4(0.0, "cfg")
+
+
+def test_proofaug_checks():
+    import numpy as np
+
+    from lib.proofaug import Prover, hammer_only, make_problems
+    from lib.proofaug import exercises as e
+
+    assert e.ex1((4, 10)).ok  # the inner `proof` and `have h6`
+    assert e.ex1([4, 10]).ok
+    assert not e.ex1((5, 7))  # the rule with ℓ−1
+    assert "ℓ−1" in e.ex1((5, 7)).hint
+    assert e.ex1((5, 11)).status == "close"  # counted from 1
+    assert not e.ex1((0, 18))
+    env = {"test": make_problems(6, seed=3)}
+    rate = float(
+        np.mean([hammer_only(p.stmt, Prover(600, 20_000)).success for p in env["test"]])
+    )
+    assert e.ex3(rate, env).ok
+    assert not e.ex3(rate - 0.5, env)
+    with pytest.raises(TypeError, match="answer"):
+        e.ex1("4, 10")
+    with pytest.raises(TypeError, match="answer"):
+        e.ex1((4.0, 10.0))
+    with pytest.raises(TypeError, match="env"):
+        e.ex3(0.5, [1])
