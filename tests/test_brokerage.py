@@ -4,8 +4,6 @@ inputs, CLI, CUDA."""
 import json
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -331,27 +329,10 @@ def test_learner_rejects_bad_inputs():
 # --- entry point and devices ----------------------------------------------------------
 
 
-def test_cli_smoke_preset_writes_results(tmp_path):
+def test_cli_smoke_preset_writes_results(smoke_cli):
     """`python -m lib.brokerage --preset SMOKE`, with SMOKE shrunk to TINY so the test
     stays fast."""
-    code = (
-        "import runpy, sys, lib.brokerage as b; "
-        f"b.SMOKE = b.{TINY!r}; "
-        "sys.argv = ['lib.brokerage', '--preset', 'SMOKE', '--device', 'cpu']; "
-        "runpy.run_module('lib.brokerage', run_name='__main__', alter_sys=True)"
-    )
-    env = os.environ | {"BOOK_RESULTS_DIR": str(tmp_path), "TQDM_DISABLE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    assert not (tmp_path / "brokerage.json").exists()  # a SMOKE run never replaces FULL
-    data = json.loads((tmp_path / "brokerage.smoke.json").read_text())
+    data = smoke_cli("brokerage", TINY)
     assert data["preset"] == "SMOKE" and data["config"]["horizon"] == TINY.horizon
     assert set(data["results"]) == KEYS
     assert data["provenance"]["device_type"] == "cpu"

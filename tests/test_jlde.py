@@ -6,10 +6,7 @@ shrunk, and CPU/CUDA parity."""
 import dataclasses
 import json
 import math
-import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -412,28 +409,11 @@ def test_full_code_path_runs_with_its_sizes_shrunk():
     json.dumps(out)
 
 
-def test_cli_smoke_preset_writes_results(tmp_path):
+def test_cli_smoke_preset_writes_results(smoke_cli):
     tiny = dataclasses.replace(
         TINY, num_nodes=200, epochs=5, probe_steps=5, claim_seeds=(0,)
     )
-    code = (
-        "import runpy, sys, lib.jlde as b; "
-        f"b.SMOKE = b.{tiny!r}; "
-        "sys.argv = ['lib.jlde', '--preset', 'SMOKE', '--device', 'cpu']; "
-        "runpy.run_module('lib.jlde', run_name='__main__', alter_sys=True)"
-    )
-    env = os.environ | {"BOOK_RESULTS_DIR": str(tmp_path), "TQDM_DISABLE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr
-    assert not (tmp_path / "jlde.json").exists()
-    data = json.loads((tmp_path / "jlde.smoke.json").read_text())
+    data = smoke_cli("jlde", tiny, timeout=300)
     assert data["preset"] == "SMOKE" and data["config"]["num_nodes"] == 200
 
 
