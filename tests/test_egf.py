@@ -3,10 +3,7 @@ normalisation, Moser's divergence against finite differences, the KDE, the chain
 bad inputs, the FULL path shrunk, the claims' control, CUDA parity."""
 
 import dataclasses
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -244,26 +241,8 @@ def test_full_path_shrunk():
         assert 0 <= res["chain"][t]["tv_model"] <= 1
 
 
-def test_cli_smoke_writes_smoke_file(tmp_path):
-    code = (
-        "import runpy, sys, lib.egf as b; "
-        f"b.SMOKE = b.{TINY!r}; "
-        "sys.argv = ['lib.egf', '--preset', 'SMOKE', '--device', 'cpu']; "
-        "runpy.run_module('lib.egf', run_name='__main__', alter_sys=True)"
-    )
-    env = os.environ | {"BOOK_RESULTS_DIR": str(tmp_path), "TQDM_DISABLE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    assert not (tmp_path / "egf.json").exists()
-    data = json.loads((tmp_path / "egf.smoke.json").read_text())
-    assert data["preset"] == "SMOKE"
+def test_cli_smoke_writes_smoke_file(smoke_cli):
+    assert smoke_cli("egf", TINY)["preset"] == "SMOKE"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -327,3 +306,49 @@ def test_chain_check_fails_for_a_uniform_policy():
     model, _ = E.fit_one("egf", "checkerboard", cfg, 0)
     ok = E.chain_stats(model, "checkerboard", cfg)
     assert ok["passes"] and not ok["uniform_passes"]
+
+
+def _constant_flow(c: float) -> "E.EGF":
+    """An EGF with constant outflow c and a fixed policy: f̂ = 1 whatever c is."""
+    model = E.EGF(E.make_maps("sl2"), width=8, depth=1)
+    with torch.no_grad():
+        for p in model.net.parameters():
+            p.zero_()
+        model.net[-1].bias[0] = float(np.log(np.expm1(c)))  # softplus = c
+    return model
+
+
+def test_chain_check_catches_a_biased_stop_that_the_histogram_misses(monkeypatch):
+    """A sampler that stops too rarely (it runs the chain of a flow with twice the
+    outflow, whose density is the same f̂ = 1) ends uniform, so the histogram check
+    passes; only the jump count (mean jumps = ∫f→) catches it."""
+    cfg = dataclasses.replace(TINY, grid=32, chain_samples=4000, chain_steps=80)
+    model = _constant_flow(1.0)
+    honest = E.chain_stats(model, "checkerboard", cfg)
+    assert honest["passes"]
+    real = E.experiment.sample_chain
+    doubled = _constant_flow(2.0)
+    monkeypatch.setattr(
+        E.experiment,
+        "sample_chain",
+        lambda egf, *a, **k: real(doubled if egf is model else egf, *a, **k),
+    )
+    biased = E.chain_stats(model, "checkerboard", cfg)
+    assert biased["tv_model"] <= 1.5 * biased["tv_iid"]  # the histogram is fooled
+    assert biased["mean_steps"] > honest["mean_steps"] + 0.5
+    assert not biased["passes"]  # the jump check is not
+
+
+def test_orbit_floor_known_answers_and_bad_inputs():
+    """Period 1 (no transport): the uniform density's KL; a checkerboard already
+    averages to 1 over the orbits of (Z/4)²; the floor falls as the orbits grow."""
+    assert E.orbit_floor("checkerboard", 1) == pytest.approx(np.log(2), abs=1e-9)
+    assert E.orbit_floor("checkerboard", 2) == pytest.approx(np.log(2), abs=1e-9)
+    assert E.orbit_floor("checkerboard", 4) == pytest.approx(0.0, abs=1e-12)
+    f = [E.orbit_floor("mixture", q, n=64) for q in (1, 2, 3, 6)]
+    assert f[0] == pytest.approx(0.72, abs=0.01)
+    assert f[0] > f[1] > f[2] > f[3] >= 0
+    with pytest.raises(ValueError, match="period"):
+        E.orbit_floor("mixture", 0)
+    with pytest.raises(ValueError, match="target"):
+        E.orbit_floor("moons", 3)

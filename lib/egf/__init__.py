@@ -54,6 +54,7 @@ from .torus import (
     grid_points,
     kde_density,
     make_maps,
+    orbit_floor,
     sample_target,
     target_density,
 )
@@ -116,6 +117,7 @@ __all__ = [
     "MODELS",
     "TorusMaps",
     "make_maps",
+    "orbit_floor",
     "target_density",
     "sample_target",
     "grid_points",

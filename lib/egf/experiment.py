@@ -1,5 +1,5 @@
 """Training, evaluation and the chapter's runs: small EGF, small and large Moser Flow
-and a wrapped KDE on each torus target, with exact KL on a grid."""
+and a wrapped KDE on each torus target, with KL by quadrature on a grid."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def binned_kde(samples: torch.Tensor, h: float, n: int = 128) -> torch.Tensor:
 
 def fit_kde(train_x, val_x, bandwidths, target: str, cfg, device="cpu") -> dict:
     """A binned wrapped Gaussian KDE whose bandwidth maximises the validation
-    likelihood; its exact KL on the grid."""
+    likelihood; its KL by quadrature on the grid."""
     n = cfg.grid
     vc = torch.floor(val_x * n).long().clamp(0, n - 1)
     scores = []

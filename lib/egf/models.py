@@ -1,5 +1,6 @@
 """The ergodic generative flow (EGF) on the torus, Moser Flow, the KL-weakFM loss, the
-flow-matching loss, exact densities on a grid and sampling by running the chain."""
+flow-matching loss, densities on a grid (KL by quadrature) and sampling by running the
+chain."""
 
 from __future__ import annotations
 

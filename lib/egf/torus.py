@@ -176,3 +176,27 @@ def kde_density(x: torch.Tensor, centres: torch.Tensor, bandwidth: float):
         k = sum(torch.exp(-((d + a) ** 2) / (2 * h * h)) for a in (-1.0, 0.0, 1.0))
         out[lo : lo + 1024] = (k[..., 0] * k[..., 1]).sum(-1)  # (chunk,)
     return out / (centres.shape[0] * 2 * math.pi * h * h)
+
+
+def orbit_floor(target: str, period: int, n: int = 128) -> float:
+    """The smallest KL(target ‖ q), in nats, over densities q whose average over every
+    orbit {x + (i, j)/period} of the translation group (Z/period)² is 1, by quadrature
+    on the n×n midpoint grid.
+
+    An EGF whose maps are translations generating that group can only produce such
+    densities (each map carries mass along the orbit, and f̂ averages f_init = 1 over
+    it). Per orbit the best q is the target divided by its own orbit average p̄, so the
+    floor is ∫ p log p̄ (an ergodic map set has no such floor)."""
+    target = check_choice("target", target, TARGETS)
+    period = check_int("period", period, 1)
+    n = check_int("n", n, 2)
+    x = grid_points(n)  # (n², 2)
+    p = target_density(x, target)
+    p = p / p.mean()  # normalised on the grid
+    k = torch.arange(period, dtype=x.dtype) / period
+    shifts = torch.stack(torch.meshgrid(k, k, indexing="ij"), -1).reshape(-1, 2)
+    # p̄(x) = mean over the orbit of p, with the same grid normalisation: (n²,)
+    p_bar = torch.stack([target_density(x + s, target) for s in shifts]).mean(0)
+    p_bar = p_bar / target_density(x, target).mean()
+    pos = p > 0
+    return float((p[pos] * torch.log(p_bar[pos])).mean() * pos.float().mean())
