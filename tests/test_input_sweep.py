@@ -350,6 +350,12 @@ def _cases_egf():
         Case(ch, "grid_points", E.grid_points, lambda: dict(n=4)),
         Case(
             ch,
+            "orbit_floor",
+            E.orbit_floor,
+            lambda: dict(target="mixture", period=2, n=4),
+        ),
+        Case(
+            ch,
             "kde_density",
             E.kde_density,
             lambda: dict(x=pts(), centres=pts(), bandwidth=0.05),
@@ -3403,18 +3409,21 @@ def _cases_proofaug():
         n_layer=1,
         batch_size=2,
         n_samples=2,
-        seeds=1,
+        claim_seeds=(0,),
         noise_rates=(0.1,),
     )
     steps = PA.parse_steps(gold)
     f = PA.parse_formula("a + b = 5", ("a", "b"), "real")
     goal = PA.parse_formula("a * b = 6", ("a", "b"), "real")
     prob = PA.Problem("p0", "vieta", stmt, gold)
+    env = dict(prover=prover, train=[prob], test=[prob], vocab=vocab, model=model)
     cfg_kinds = {
         "seed": "nonneg",
         "temperature": "pos",
         "noise_rates": "seq_prob",
+        "oracle_rate": "prob",
         "oracle_samples": "count",
+        "claim_seeds": "seq_nonneg",
     }
     return [
         config_case(ch, PA.Config, PA.SMOKE, cfg_kinds),
@@ -3613,7 +3622,12 @@ def _cases_proofaug():
             "proof_aug",
             PA.proof_aug,
             lambda: dict(
-                stmt=stmt, text=gold, prover=prover, propose=None, trace=False
+                stmt=stmt,
+                text=gold,
+                prover=prover,
+                propose=None,
+                trace=False,
+                coarsen=True,
             ),
             {"text": "text", "prover": "callable"},
         ),
@@ -3662,9 +3676,40 @@ def _cases_proofaug():
             ch,
             "main_experiment",
             PA.main_experiment,
-            lambda: dict(cfg=TINY, env={}),
-            {"cfg": "obj", "env": "obj"},
+            lambda: dict(cfg=TINY, env=env, seeds=(0,)),
+            {"cfg": "obj", "env": "obj", "seeds": "seq_nonneg"},
             baseline=False,
+        ),
+        Case(
+            ch,
+            "fresh_problems",
+            PA.fresh_problems,
+            lambda: dict(env=env, n=2, seed=0),
+            {"env": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "seed_run",
+            PA.seed_run,
+            lambda: dict(cfg=TINY, env=env, seed=0),
+            {"cfg": "obj", "env": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            PA.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "judge",
+            PA.judge,
+            lambda: dict(measured={}),
+            {"measured": "obj"},
         ),
         Case(
             ch,

@@ -354,10 +354,113 @@ def test_z3_and_config_reject_bad_input():
         PA.Statement(("a",), "complex", (), "a = 1")
     for bad, words in (
         (dict(n_samples=-1), "n_samples"),
-        (dict(seeds=0), "seeds"),
+        (dict(claim_seeds=(-1,)), "claim_seeds"),
+        (dict(oracle_rate=1.5), "oracle_rate"),
         (dict(rlimit_hammer=-5), "rlimit_hammer"),
         (dict(noise_rates=(0.1, 1.5)), "noise_rates"),
         (dict(temperature=float("nan")), "temperature"),
     ):
         with pytest.raises((TypeError, ValueError), match=words):
             PA.Config(**bad)
+
+
+# --- the breakdown and the claims ------------------------------------------------
+
+EASY = PA.Statement(("x",), "real", (("h0", "x = 2"),), "x + 1 = 3")
+FALSE_LEMMA = "\n".join(
+    ["proof", "have h1 : x = 5 by arith", "show ?thesis by arith", "qed"]
+)
+
+
+def test_root_level_success_is_staged_and_coarsen_false_stops(prover):
+    """A proposal whose only hole is a false lemma at the top of the proof coarsens to
+    the whole theorem: the success is the hammer's call (``root_atp``), and without
+    coarsening ProofAug fails; the nested example needs coarsening too."""
+    o = PA.proof_aug(EASY, FALSE_LEMMA, prover)
+    assert o.success and o.stage == "root_atp" and len(PA.parse_steps(o.proof)) == 1
+    assert PA.hammer_only(EASY, prover).success
+    assert not PA.proof_aug(EASY, FALSE_LEMMA, prover, coarsen=False).success
+    assert not PA.dsp(EASY, FALSE_LEMMA, prover).success
+    wrong_tactic = GOLD.replace("by simp", "by sos")  # repaired at its own level
+    nc = PA.proof_aug(STMT, wrong_tactic, prover, coarsen=False)
+    assert nc.success and nc.stage == "init_atp"
+    with pytest.raises(TypeError, match="coarsen"):
+        PA.proof_aug(STMT, GOLD, prover, coarsen="no")
+
+
+def _run(seed, curves, hammer, dsp_or_hammer, beyond, oracle):
+    return dict(
+        seed=seed,
+        curves=curves,
+        hammer=hammer,
+        dsp_or_hammer=dsp_or_hammer,
+        beyond_hammer=beyond,
+        oracle=oracle,
+    )
+
+
+def test_measure_claims_reads_the_runs_known_answer():
+    """Each statistic and control is the difference the claim names, at the largest
+    budget; a control that equals the statistic makes the claim partly reproduced at
+    best, a zero control lets it be reproduced."""
+    curves = dict(
+        dsp=[0.1, 0.2],
+        proofaug=[0.5, 0.6],
+        proofaug_erp=[0.4, 0.65],
+        proofaug_noroot=[0.2, 0.3],
+        proofaug_nocoarse=[0.1, 0.2],
+    )
+    oracle = dict(dsp=0.4, proofaug_noroot=0.7, proofaug_nocoarse=0.45)
+    runs = [
+        _run(s, curves, 0.5, 0.6, dict(dsp=0.0, proofaug=0.1), oracle)
+        for s in (1, 2, 3)
+    ]
+    m = PA.measure_claims(PA.SMOKE, (1, 2, 3), main={"runs": runs})
+    assert m["beats-dsp"]["values"][2] == pytest.approx(0.4)
+    assert m["beats-dsp"]["control"][2] == pytest.approx(0.4)  # 0.6 − 0.2
+    assert m["beyond-hammer"]["values"][1] == pytest.approx(0.1)
+    assert m["below-root"]["values"][3] == pytest.approx(0.1)
+    assert m["below-root"]["control"][3] == pytest.approx(0.0)
+    assert m["oracle-below-root"]["values"][1] == pytest.approx(0.3)
+    assert m["oracle-below-root"]["control"][1] == pytest.approx(0.05)
+    assert m["erp"]["values"][1] == pytest.approx(0.05) and not m["erp"]["control"]
+    v = {r.claim.id: r.verdict for r in PA.judge(m)}
+    assert v["beats-dsp"] == "partly reproduced"  # the hammer alone explains it
+    assert v["below-root"] == "reproduced" and v["oracle-below-root"] == "reproduced"
+    assert v["beyond-hammer"] == "reproduced"
+    assert v["erp"] == "partly reproduced"  # no control: never more than partly
+    assert v["minif2f"] == "not tested here"
+    with pytest.raises(ValueError, match="main"):
+        PA.measure_claims(PA.SMOKE, (1, 4), main={"runs": runs})
+
+
+def test_seed_run_on_a_tiny_proposer_and_fresh_problems_exclude_training():
+    import dataclasses
+
+    cfg = dataclasses.replace(
+        PA.SMOKE, n_train=40, n_test=3, train_steps=2, n_samples=2, oracle_samples=1
+    )
+    env = PA.setup(cfg)
+    test = PA.fresh_problems(env, 3, 5)
+    train = {p.stmt for p in env["train"]}
+    assert len(test) == 3 and not any(p.stmt in train for p in test)
+    assert [p.stmt for p in PA.fresh_problems(env, 3, 5)] == [p.stmt for p in test]
+    r = PA.seed_run(cfg, env, 5)
+    assert r["budgets"] == [1, 2] and set(r["curves"]) == set(PA.VARIANTS)
+    for m, c in r["curves"].items():
+        assert all(0 <= x <= 1 for x in c) and c == sorted(c), m
+    # below the root can only lose successes; ProofAug never loses to DSP on a proposal
+    assert r["curves"]["proofaug_noroot"][-1] <= r["curves"]["proofaug"][-1]
+    assert r["per_proposal"]["proofaug"] >= r["per_proposal"]["dsp"]
+    assert r["dsp_or_hammer"] >= r["hammer"]
+    with pytest.raises(ValueError, match="n"):
+        PA.fresh_problems(env, 10_000, 0)
+
+
+def test_full_preset_fits_the_template_space():
+    """FULL draws its split from the same templates, which hold only about 265
+    distinct theorems: its split must be buildable (an earlier FULL asked for 700)."""
+    probs = PA.make_problems(PA.FULL.n_train + PA.FULL.n_test, PA.FULL.seed)
+    assert len({p.stmt for p in probs}) == PA.FULL.n_train + PA.FULL.n_test
+    with pytest.raises(RuntimeError, match="gold proofs check"):
+        PA.make_problems(300, 0)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from lib.common import check_int, device as pick_device
+from lib.common.claims import seed_list
 
 from .language import _check_prover
 from .problems import Problem
@@ -21,12 +22,16 @@ from .proposers import (
     build_vocab,
     claim_examples,
     corrupt,
+    encode_pair,
     train_proposer,
 )
 from .search import dsp, hammer_only, proof_aug
 from .tactics import Prover
 
 METHODS = ("dsp", "proofaug", "proofaug_erp")
+#: every variant a claim seed measures: the methods, ProofAug without its root call,
+#: and ProofAug without coarsening
+VARIANTS = (*METHODS, "proofaug_noroot", "proofaug_nocoarse")
 
 
 def budget_curve(success: np.ndarray, cost: np.ndarray, budgets) -> np.ndarray:
@@ -159,48 +164,153 @@ def setup(cfg, device="cpu"):
     }
 
 
-def main_experiment(cfg, env: dict) -> dict:
-    """Pass rate vs budget, averaged over ``cfg.seeds`` sampling seeds, and the stage
-    breakdown."""
-    _check_cfg(cfg)
-    _check_env(env, ("prover", "test", "model", "vocab"))
-    budgets = [2**i for i in range(int(np.log2(cfg.n_samples)) + 1)]
-    prover, test = env["prover"], env["test"]
-    hammer = np.array([hammer_only(p.stmt, prover).success for p in test])
-    curves = {m: [] for m in METHODS}
-    stages = {m: {} for m in METHODS}
-    per_proposal = {m: [] for m in METHODS}
-    for s in range(cfg.seeds):
-        prop = NeuralProposer(
-            env["model"], env["vocab"], cfg.temperature, seed=cfg.seed + 1000 * (s + 1)
+def fresh_problems(env: dict, n: int, seed: int) -> list:
+    """``n`` test theorems for one claim seed, drawn at random (with ``seed``) from the
+    pool of theorems the proposer was not trained on: the templates' distinct
+    theorems whose gold proofs check (:func:`make_problems` with 200 tries at seed
+    50 000), minus the training theorems and those with a constant the proposer has
+    never seen. The templates have only about 265 distinct theorems, so the pool holds
+    about 50 and the seeds' test sets overlap: the seeds differ by which theorems they
+    draw and, above all, by the proposals sampled."""
+    _check_env(env, ("prover", "train", "vocab"))
+    check_int("n", n, 1)
+    check_int("seed", seed, 0)
+    train = {p.stmt for p in env["train"]}
+    pool = []
+    for p in make_problems(200, 50_000, env["prover"]):
+        if p.stmt in train:
+            continue
+        try:
+            env["vocab"].encode(encode_pair(p.stmt, None))
+        except ValueError:  # a constant the proposer has never seen
+            continue
+        pool.append(p)
+    if len(pool) < n:
+        raise ValueError(
+            f"n: expected at most the {len(pool)} unseen theorems of the pool, got {n}"
         )
-        res = {m: {"success": [], "cost": []} for m in METHODS}
-        for p in test:
-            r = run_methods(p, prop.proposals(p.stmt, cfg.n_samples), prover, prop)
-            for m in METHODS:
-                res[m]["success"].append(r[m]["success"])
-                res[m]["cost"].append(r[m]["cost"])
-                per_proposal[m] += r[m]["success"]
-                for st in r[m]["stage"]:
-                    if st is not None:
-                        stages[m][st] = stages[m].get(st, 0) + 1
-        for m in METHODS:
-            curves[m].append(
-                budget_curve(
-                    np.array(res[m]["success"]), np.array(res[m]["cost"]), budgets
-                )
-            )
+    return random.Random(seed).sample(pool, n)
+
+
+def seed_run(cfg, env: dict, seed: int) -> dict:
+    """One claim seed: ``cfg.n_test`` fresh theorems, ``cfg.n_samples`` proposals each
+    from the proposer sampled with its own seed, every method on the same proposals,
+    and the noisy oracle at ``cfg.oracle_rate``.
+
+    Per theorem and budget k (the largest, ``cfg.n_samples``): solved by DSP, ProofAug,
+    ProofAug without its root call (a success staged ``root_atp`` does not count),
+    ProofAug without coarsening (also without a root-level success), ProofAug + ERP,
+    the hammer alone, and DSP or the hammer. The stages count every successful
+    proposal."""
+    _check_cfg(cfg)
+    _check_env(env, ("prover", "train", "model", "vocab"))
+    seed = check_int("seed", seed, 0)
+    prover, k = env["prover"], cfg.n_samples
+    budgets = [2**i for i in range(int(np.log2(k)) + 1)]
+    test = fresh_problems(env, cfg.n_test, seed)
+    prop = NeuralProposer(
+        env["model"], env["vocab"], cfg.temperature, seed=70_000 + seed
+    )
+    hammer = np.array([hammer_only(p.stmt, prover).success for p in test])  # (P,)
+    succ = {m: [] for m in VARIANTS}  # each (P, n)
+    cost = {m: [] for m in VARIANTS}
+    stages = {m: {} for m in VARIANTS}
+    for p in test:
+        texts = prop.proposals(p.stmt, k)
+        row = {m: [] for m in VARIANTS}
+        crow = {m: [] for m in VARIANTS}
+        for text in texts:
+            outs = {
+                "dsp": dsp(p.stmt, text, prover),
+                "proofaug": proof_aug(p.stmt, text, prover),
+                "proofaug_nocoarse": proof_aug(p.stmt, text, prover, coarsen=False),
+                "proofaug_erp": proof_aug(p.stmt, text, prover, propose=prop),
+            }
+            # below the root: the same searches, a root-level success not counted (a
+            # proposal whose semi-proof is one hole on the whole theorem reaches the
+            # root even without coarsening)
+            for m, src in (("proofaug_noroot", "proofaug"), ("proofaug_nocoarse",) * 2):
+                o = outs[src]
+                outs[m] = o if o.stage != "root_atp" else None
+            for m in VARIANTS:
+                o = outs[m]
+                row[m].append(bool(o is not None and o.success))
+                crow[m].append(1 + (o.extra_calls if o is not None else 0))
+                if o is not None and o.stage is not None:
+                    stages[m][o.stage] = stages[m].get(o.stage, 0) + 1
+        for m in VARIANTS:
+            succ[m].append(row[m])
+            cost[m].append(crow[m])
+    curves = {
+        m: budget_curve(np.array(succ[m]), np.array(cost[m]), budgets).round(4).tolist()
+        for m in VARIANTS
+    }
+    solved = {  # (P,) solved within the largest budget
+        m: np.array(
+            [
+                any(ok and c <= k for ok, c in zip(r, np.cumsum(cr)))
+                for r, cr in zip(succ[m], cost[m])
+            ]
+        )
+        for m in VARIANTS
+    }
+    # the noisy oracle: gold proofs with each line corrupted with probability ρ
+    rng = random.Random(90_000 + seed)
+    ora = {m: [] for m in ("dsp", "proofaug_noroot", "proofaug_nocoarse")}
+    for p in test:
+        for _ in range(cfg.oracle_samples):
+            text = corrupt(p.gold, cfg.oracle_rate, rng)
+            pa = proof_aug(p.stmt, text, prover)
+            ora["dsp"].append(dsp(p.stmt, text, prover).success)
+            ora["proofaug_noroot"].append(pa.success and pa.stage != "root_atp")
+            nc = proof_aug(p.stmt, text, prover, coarsen=False)
+            ora["proofaug_nocoarse"].append(nc.success and nc.stage != "root_atp")
+    return {
+        "seed": seed,
+        "budgets": budgets,
+        "curves": curves,
+        "hammer": float(hammer.mean()),
+        "dsp_or_hammer": float((solved["dsp"] | hammer).mean()),
+        "beyond_hammer": {
+            m: float((solved[m] & ~hammer).mean()) for m in ("dsp", "proofaug")
+        },
+        "stages": stages,
+        "per_proposal": {m: float(np.mean(succ[m])) for m in VARIANTS},
+        "oracle": {m: float(np.mean(v)) for m, v in ora.items()},
+        "families": [p.family for p in test],
+    }
+
+
+def main_experiment(cfg, env: dict, seeds=None) -> dict:
+    """:func:`seed_run` for each claim seed (default ``cfg.claim_seeds``): the pass
+    rate against the budget (mean and standard error over seeds), the stages, and the
+    per-seed records the claims read."""
+    _check_cfg(cfg)
+    _check_env(env, ("prover", "train", "model", "vocab"))
+    seeds = seed_list(cfg.claim_seeds if seeds is None else seeds)
+    calls0 = env["prover"].calls
+    runs = [seed_run(cfg, env, s) for s in seeds]
+    budgets = runs[0]["budgets"]
+    stages = {m: {} for m in VARIANTS}
+    for r in runs:
+        for m in VARIANTS:
+            for st, n in r["stages"][m].items():
+                stages[m][st] = stages[m].get(st, 0) + n
     out = {
         "budgets": budgets,
-        "hammer": float(hammer.mean()),
+        "seeds": list(seeds),
+        "hammer": float(np.mean([r["hammer"] for r in runs])),
         "curves": {},
         "stages": stages,
-        "per_proposal": {m: float(np.mean(v)) for m, v in per_proposal.items()},
-        "n_test": len(test),
-        "atp_calls": prover.calls,
+        "per_proposal": {
+            m: float(np.mean([r["per_proposal"][m] for r in runs])) for m in VARIANTS
+        },
+        "n_test": cfg.n_test,
+        "atp_calls": env["prover"].calls - calls0,
+        "runs": runs,
     }
-    for m in METHODS:
-        c = np.array(curves[m])  # (seeds, K)
+    for m in VARIANTS:
+        c = np.array([r["curves"][m] for r in runs])  # (seeds, K)
         out["curves"][m] = {
             "mean": c.mean(0).round(4).tolist(),
             "se": (c.std(0, ddof=1) / np.sqrt(len(c))).round(4).tolist()
@@ -235,9 +345,13 @@ def run_experiment(cfg, device=None) -> dict:
     device = pick_device() if device is None else torch.device(device)
     check_int("cfg.n_samples", cfg.n_samples, 1)
     t0 = time.perf_counter()
+    from .claims import measure_claims
+
     env = setup(cfg, device)
+    main = main_experiment(cfg, env)
     res = {
-        "main": main_experiment(cfg, env),
+        "main": main,
+        "claims": measure_claims(cfg, cfg.claim_seeds, main=main),
         "ablation": ablation(cfg, env),
         "final_loss": round(float(np.mean(env["losses"][-20:])), 3),
         "n_pairs": len(env["pairs"]),

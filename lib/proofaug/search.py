@@ -185,13 +185,25 @@ def _erp(stmt, prover, propose, before, i, expected, ev):
 
 
 def proof_aug(
-    stmt: Statement, text: str, prover, propose=None, trace: bool = False
+    stmt: Statement,
+    text: str,
+    prover,
+    propose=None,
+    trace: bool = False,
+    coarsen: bool = True,
 ) -> Outcome:
     """ProofAug on one proposal (``propose(subgoal_statement) -> text`` turns on
-    ERP)."""
+    ERP).
+
+    ``coarsen=False`` is the ablation without multi-granularity: the holes of the
+    semi-proof are filled at their own level or not at all (no enclosing block, no
+    whole-theorem call). A success whose final proof is one tactic on the whole
+    theorem is staged ``root_atp``: the same call the hammer-only baseline makes."""
     _check_stmt(stmt)
     _check_text("text", text)
     _check_prover(prover, atp=True)
+    if not isinstance(coarsen, bool):
+        raise TypeError(f"coarsen: expected a bool, got {type(coarsen).__name__}")
     if propose is not None and not callable(propose):
         raise TypeError(
             f"propose: expected a callable propose(statement) -> text or None, got "
@@ -232,6 +244,9 @@ def proof_aug(
                     steps[i], used_erp = sub, True
                     ev.append(("erp_ok", sub.replace("\n", " | ")))
                     continue
+            if not coarsen:
+                sorry_proof = None
+                break
             lvl = levels[i]
             restart = max((j for j in range(i) if levels[j] <= lvl - 2), default=None)
             end = min(
@@ -250,6 +265,8 @@ def proof_aug(
             final_steps = _flatten(steps)
             if final_steps == init:
                 stage = "init_proof"
+            elif len(final_steps) == 1:
+                stage = "root_atp"  # one tactic on the whole theorem
             elif used_erp:
                 stage = "erp"
             elif sorry_proof == init_sorry:
