@@ -24,7 +24,12 @@ Tuning seeds 0 and 1, final checkpoint (copy rate / FD): EDM 0.120/102.1 and
 at 0.5: 0.000/102.0, 0.000/51.4. The fully ambient model kept EDM's FD there, so it is
 not the quality claim's control (σ_n = 1.0 is) and the SMOKE preset does not train it
 (``Config.fully_ambient``). Early stopping on the tuning seeds: FD ratio 1.41 and 0.81
-(the claim's statistic), so that claim was expected to be fragile.
+(the claim's statistic), so that claim was expected to be fragile. Early stopping
+picks, per seed, the best checkpoint with the test metrics: more tuning than the method
+gets (one σ_n for all seeds), which favours the baseline.
+
+Recorded verdicts (``expect``) are those of the first run at these settings on the
+notebook and held-out seeds; the rules and settings were not changed after it.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ CLAIMS = (
         control="the same samples scored against 32 real digits the model never saw "
         "(a decoy training set)",
         fmt=".3f",
+        expect="partly reproduced",
     ),
     Claim(
         "method-cuts-copies",
@@ -65,6 +71,7 @@ CLAIMS = (
         control="σ_n → 0: clean data at every noise level, which is EDM itself "
         "(ratio 1 by construction)",
         fmt=".2f",
+        expect="partly reproduced",
     ),
     Claim(
         "method-keeps-quality",
@@ -76,6 +83,7 @@ CLAIMS = (
         control="noisy data over more of the noise range: σ_n = 1.0 in the method's "
         "place",
         fmt=".2f",
+        expect="not reproduced",
     ),
     Claim(
         "large-sigma-hurts",
@@ -86,6 +94,7 @@ CLAIMS = (
         rule=Rule.at_least(1.2),
         control="the step from σ_n = 0 to 0.5 instead: FD at 0.5 / EDM's FD",
         fmt=".2f",
+        expect="partly reproduced",
     ),
     Claim(
         "beats-early-stopping",
@@ -97,6 +106,7 @@ CLAIMS = (
         rule=Rule.at_least(1.05),
         control="EDM in the method's place (its own checkpoints can match it)",
         fmt=".2f",
+        expect="not reproduced",
     ),
     Claim(
         "stable-diffusion",

@@ -102,8 +102,8 @@ def run_seeds(
     """Train all variants of all ``seeds`` as one ensemble and score them.
 
     Returns ``{"variants": [...], "checkpoints": [...], "scores": {seed: {variant:
-    {step: score dict}}}}``, plus ``"samples"`` ({seed: {variant: (n, 64) final
-    samples}}) and ``"train"`` ({seed: (N, 64)}) when ``keep_samples``.
+    {step: score dict}}}}``, plus ``"samples"`` ({seed: {variant: {step: (16, 64)
+    samples}}}) and ``"train"`` ({seed: (N, 64)}) when ``keep_samples``.
     """
     _check_cfg(cfg)
     seeds = seed_list(seeds)
@@ -143,8 +143,8 @@ def run_seeds(
             for j, v in enumerate(var):
                 m = i * len(var) + j
                 scores[s][v[0]][k] = score(out[m], preps[s])
-                if keep_samples and k == cps[-1]:
-                    samples[s][v[0]] = out[m].cpu()
+                if keep_samples:  # 16 samples per checkpoint (the widget's)
+                    samples[s].setdefault(v[0], {})[k] = out[m, :16].cpu()
     res = {"variants": var, "checkpoints": list(cps), "scores": scores}
     if keep_samples:
         res["samples"] = samples
