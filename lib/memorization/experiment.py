@@ -152,11 +152,15 @@ def run_seeds(
     return res
 
 
-def run_experiment(cfg, device="cpu") -> dict:
+def run_experiment(cfg, device=None) -> dict:
     """The FULL/SMOKE entry point: :func:`run_seeds` on ``cfg.claim_seeds`` and the
     claim statistics, as plain JSON-able numbers."""
+    from lib.common import device as pick_device
+
     from .claims import measure_from_runs
 
+    _check_cfg(cfg)
+    device = pick_device() if device is None else device
     runs = run_seeds(cfg, cfg.claim_seeds, device)
     return {
         "scores": {str(s): v for s, v in runs["scores"].items()},
