@@ -20,6 +20,8 @@ Everything here is small, tested and device-agnostic:
   (Adam, cross-entropy, minibatches from the caller's generator) and model construction
   from a seed, neither of which changes the global random state;
 - :func:`run_preset_cli` — the ``python -m lib.<slug> --preset FULL`` entry point;
+- :mod:`lib.common.edm` — EDM's preconditioning and Karras σ's, shared by the diffusion
+  chapters (imported as a submodule);
 - :mod:`lib.common.gpt` — a small GPT, a token vocabulary, the masked LM loss, sampling
   and a training loop, shared by the language-model chapters (imported as a submodule).
 """

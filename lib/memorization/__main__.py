@@ -1,0 +1,13 @@
+"""``python -m lib.memorization --preset FULL`` writes results/memorization.json
+(``--preset SMOKE`` for a check)."""
+
+import sys
+
+from lib.common import run_preset_cli
+
+from . import FULL, SMOKE, run_experiment
+
+if __name__ == "__main__":
+    sys.exit(
+        run_preset_cli("memorization", {"SMOKE": SMOKE, "FULL": FULL}, run_experiment)
+    )

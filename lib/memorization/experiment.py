@@ -1,0 +1,168 @@
+"""The chapter's runs: train every variant of every seed as one ensemble, sample with
+Heun at each checkpoint, and score copies and quality.
+
+A **variant** is ``(name, σ_n, clean_low)``: ``edm`` (σ_n = 0, which is also the
+method's σ_n → 0 limit), ``ambient_<σ_n>`` (clean data below σ_n, one fixed noisy copy
+per image above) and ``fully_ambient`` (no clean image at any σ: σ is drawn above σ_n
+and sampling stops at σ_n with the x₀ prediction).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lib.common import check_int
+from lib.common.claims import seed_list
+
+from .data import (
+    frechet_distance,
+    load_digits_split,
+    nearest_similarity,
+    nn_ratio,
+    train_feature_net,
+)
+from .diffusion import EnsembleMLP, heun_sample, sampling_sigmas, train_ensemble
+
+
+def variants(cfg) -> list:
+    """The variants each seed trains: [(name, σ_n, clean_low)]: EDM, the method at
+    each σ_n of ``cfg.sigma_ns`` and (``cfg.fully_ambient``) the fully ambient model at
+    ``cfg.sigma_n``."""
+    out = [("edm", 0.0, True)]
+    out += [(f"ambient_{s:g}", float(s), True) for s in cfg.sigma_ns]
+    if cfg.fully_ambient:
+        out.append(("fully_ambient", cfg.sigma_n, False))
+    return out
+
+
+def checkpoints(cfg) -> tuple:
+    """Steps at which every model is sampled (the early-stopping curve)."""
+    return tuple(sorted({max(1, round(cfg.steps * f)) for f in cfg.stop_fractions}))
+
+
+def _check_cfg(cfg):
+    from . import Config
+
+    if not isinstance(cfg, Config):
+        raise TypeError(
+            f"cfg: expected a lib.memorization.Config, got {type(cfg).__name__}"
+        )
+
+
+def prepare_seed(cfg, seed: int, n_train: int | None = None) -> dict:
+    """Data split, feature net, training set, decoy set and the calibrated threshold of
+    one seed."""
+    n = cfg.n_train if n_train is None else check_int("n_train", n_train, 2)
+    d = load_digits_split(seed, n_pool=cfg.n_pool, n_heldout=cfg.n_heldout)
+    if 2 * n > cfg.n_pool:
+        raise ValueError(f"n_train: expected <= n_pool/2 = {cfg.n_pool // 2}, got {n}")
+    fnet = train_feature_net(d["clf"], d["clf_y"], 20_000 + seed, cfg.clf_steps)
+    train, decoy = d["pool"][:n], d["pool"][n : 2 * n]  # disjoint real sets of size N
+    f_train, f_decoy, f_held = (
+        fnet.features(train),
+        fnet.features(decoy),
+        fnet.features(d["heldout"]),
+    )
+    q = cfg.quantile
+    return {
+        "train": train,
+        "decoy": decoy,
+        "heldout": d["heldout"],
+        "fnet": fnet,
+        "f_train": f_train,
+        "f_decoy": f_decoy,
+        "f_held": f_held,
+        # 99th percentile of held-out → train nearest similarity: a generalising
+        # model's samples exceed it 1 % of the time
+        "thr": float(torch.quantile(nearest_similarity(f_held, f_train), q)),
+        "thr_decoy": float(torch.quantile(nearest_similarity(f_held, f_decoy), q)),
+    }
+
+
+def score(samples: torch.Tensor, prep: dict) -> dict:
+    """Copy rate (features), copy rate against the decoy set (the control), pixel
+    copy rate (d₁/d₂ < 1/3), mean nearest similarity and the Fréchet distance."""
+    samples = samples.cpu()
+    f = prep["fnet"].features(samples)
+    sim = nearest_similarity(f, prep["f_train"])
+    return {
+        "copy": float((sim > prep["thr"]).float().mean()),
+        "copy_decoy": float(
+            (nearest_similarity(f, prep["f_decoy"]) > prep["thr_decoy"]).float().mean()
+        ),
+        "pixel_copy": float((nn_ratio(samples, prep["train"]) < 1 / 3).float().mean()),
+        "sim": float(sim.mean()),
+        "fd": frechet_distance(f, prep["f_held"]),
+    }
+
+
+def run_seeds(
+    cfg, seeds, device="cpu", n_train: int | None = None, keep_samples: bool = False
+) -> dict:
+    """Train all variants of all ``seeds`` as one ensemble and score them.
+
+    Returns ``{"variants": [...], "checkpoints": [...], "scores": {seed: {variant:
+    {step: score dict}}}}``, plus ``"samples"`` ({seed: {variant: {step: (16, 64)
+    samples}}}) and ``"train"`` ({seed: (N, 64)}) when ``keep_samples``.
+    """
+    _check_cfg(cfg)
+    seeds = seed_list(seeds)
+    var, cps = variants(cfg), checkpoints(cfg)
+    preps = {s: prepare_seed(cfg, s, n_train) for s in seeds}
+    xs, ys, sn, clean, init = [], [], [], [], []
+    for s in seeds:
+        g = torch.Generator().manual_seed(30_000 + s)
+        eta = torch.randn(preps[s]["train"].shape, generator=g)  # one fixed copy each
+        for j, (_, sig, cl) in enumerate(var):
+            xs.append(preps[s]["train"])
+            ys.append(preps[s]["train"] + sig * eta)  # y = x + σ_n η, eq. (3)
+            sn.append(sig)
+            clean.append(cl)
+            init.append(100 * s + j)
+    x, y = torch.stack(xs).to(device), torch.stack(ys).to(device)  # (M, N, 64)
+    model = EnsembleMLP(init, width=cfg.width, depth=cfg.depth).to(device)
+    g = torch.Generator().manual_seed(40_000 + seeds[0])
+    _, saved = train_ensemble(
+        model, x, y, sn, clean, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
+        generator=g, ema=cfg.ema, checkpoints=cps,
+    )  # fmt: skip
+    stop = [0.002 if cl else max(sig, 0.002) for sig, cl in zip(sn, clean)]
+    sig = sampling_sigmas(cfg.sample_steps, stop, device=device)  # (M, steps + 1)
+    gz = torch.Generator().manual_seed(50_000 + seeds[0])
+    z = (
+        torch.randn(len(sn), cfg.n_samples, 64, generator=gz).to(device)
+        * sig[:, :1, None]
+    )
+    scores = {s: {v[0]: {} for v in var} for s in seeds}
+    samples = {s: {} for s in seeds}
+    ema = EnsembleMLP(init, width=cfg.width, depth=cfg.depth).to(device)
+    for k in cps:
+        ema.load_state_dict(saved[k])
+        out = heun_sample(ema.denoise, z, sig)  # (M, n, 64)
+        for i, s in enumerate(seeds):
+            for j, v in enumerate(var):
+                m = i * len(var) + j
+                scores[s][v[0]][k] = score(out[m], preps[s])
+                if keep_samples:  # 16 samples per checkpoint (the widget's)
+                    samples[s].setdefault(v[0], {})[k] = out[m, :16].cpu()
+    res = {"variants": var, "checkpoints": list(cps), "scores": scores}
+    if keep_samples:
+        res["samples"] = samples
+        res["train"] = {s: preps[s]["train"] for s in seeds}
+    return res
+
+
+def run_experiment(cfg, device=None) -> dict:
+    """The FULL/SMOKE entry point: :func:`run_seeds` on ``cfg.claim_seeds`` and the
+    claim statistics, as plain JSON-able numbers."""
+    from lib.common import device as pick_device
+
+    from .claims import measure_from_runs
+
+    _check_cfg(cfg)
+    device = pick_device() if device is None else device
+    runs = run_seeds(cfg, cfg.claim_seeds, device)
+    return {
+        "scores": {str(s): v for s, v in runs["scores"].items()},
+        "claims": measure_from_runs(runs, cfg),
+    }
