@@ -311,3 +311,12 @@ def test_cuda_matches_cpu():
         cpu = model(*args)
         gpu = model.cuda()(*(a.cuda() for a in args)).cpu()
     torch.testing.assert_close(cpu, gpu, rtol=1e-4, atol=1e-4)
+
+
+def test_exercise_checks():
+    from lib.gsm import exercises as X
+
+    assert X.ex1(2).ok and not X.ex1(3)
+    assert X.ex2(2 * (1 - 0.5**10)).ok and not X.ex2(2.0)
+    assert X.ex3(2).ok and not X.ex3(3)  # triangles 0-1-2 and 0-2-3
+    assert X.ex4("no").ok and not X.ex4("yes")

@@ -96,7 +96,7 @@ CLAIMS = (
         "more-local-tasks",
         "subgraph tokens also win on cycle check and triangle counting; node and "
         "HAC-DFS tokens on colour counting",
-        paper="cycle check 91–94 % (k-hop, HAC-BFS); colour counting 85.8/86.2 (hybrid)",
+        paper="cycle check 91–94 % (k-hop, HAC-BFS); colour counting 85.8/86.2",
         where="Table 1",
         expect="not tested here",
     ),

@@ -146,21 +146,23 @@ def predict(model, sets, device="cpu") -> torch.Tensor:
 
 def run_grid(cfg, seeds, specs=SPECS, device="cpu", lr=None) -> dict:
     """Test accuracy of every (task, encoder, tokenisation) in ``specs`` on each seed:
-    ``{"task/encoder/kind": {seed: acc}}``; one stacked training per encoder and token
-    level."""
+    ``{"acc": {"task/encoder/kind": {seed: acc}}, "pred": {... : {seed: [class per
+    test graph]}}, "seconds": {group: training time}}``; one stacked training per
+    encoder and token level."""
     _check_cfg(cfg)
     seeds = [check_int("seeds[i]", s, 0) for s in seeds]
     groups = {}
     for task, enc, kind in specs:
         level = "node" if kind in NODE_TOKENS else "subgraph"
         groups.setdefault((enc, level), []).extend((task, kind, s) for s in seeds)
-    out, seconds = {}, {}
+    out, pred, seconds = {}, {}, {}
     for (enc, level), members in groups.items():
         res = train_group(enc, members, cfg, device, lr=lr)
         seconds[f"{enc}/{level}"] = res["seconds"]
-        for (task, kind, s), a in zip(members, res["acc"]):
+        for i, ((task, kind, s), a) in enumerate(zip(members, res["acc"])):
             out.setdefault(f"{task}/{enc}/{kind}", {})[s] = a
-    return {"acc": out, "seconds": seconds}
+            pred.setdefault(f"{task}/{enc}/{kind}", {})[s] = res["pred"][i].tolist()
+    return {"acc": out, "pred": pred, "seconds": seconds}
 
 
 def run_experiment(cfg, device="cpu") -> dict:
