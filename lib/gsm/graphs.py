@@ -340,12 +340,14 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
         children = hac_tree(hac_linkage(affinity_distances(struct)))
         sets = bfs_sets(children, n)
     L = max(KHOP, HIER_DEPTH) + 1
-    x, mask = np.zeros((n, L, FEAT)), np.zeros((n, L), dtype=bool)
+    S = np.zeros((n, L, n))  # S[v, j]: the j-th node set of v's sequence
+    mask = np.zeros((n, L), dtype=bool)
     for v, seq in enumerate(sets):
-        S = np.zeros((len(seq), n))
         for j, nodes in enumerate(seq):
-            S[j, nodes] = 1.0
-        x[v, : len(seq), :2] = S @ flags / S.sum(1, keepdims=True)
-        x[v, : len(seq), 2:5] = subgraph_encodings(struct, S)
+            S[v, j, nodes] = 1.0
         mask[v, : len(seq)] = True
-    return {"x": x, "mask": mask, "order": np.arange(n)}
+    x = np.zeros((n, L, FEAT))
+    size = np.maximum(S.sum(-1, keepdims=True), 1)
+    x[..., :2] = S @ flags / size  # mean flags
+    x[..., 2:5] = subgraph_encodings(struct, S.reshape(n * L, n)).reshape(n, L, 3)
+    return {"x": x * mask[..., None], "mask": mask, "order": np.arange(n)}
