@@ -10,8 +10,12 @@ How the settings were chosen: width d = 32, two layers per encoder, graphs of 10
 nodes, 1000 training graphs, 150 Adam steps of 16 graphs (cosine decay) were fixed by
 the CPU budget before any result; the learning rate, the same for every model, was
 picked from {3e-3, 1e-2, 3e-2} by the mean test accuracy over the whole grid on
-:data:`TUNING_SEEDS` (see :data:`TUNING`). The margins were fixed after one untuned run
-on tuning seed 0.
+:data:`TUNING_SEEDS` (see :data:`TUNING`): 3e-3, the smallest rate of the grid (a
+smaller one was not tried). The margins were fixed after one untuned run on tuning
+seed 0 (rate 1e-2). One rule was changed after the notebook seeds were seen:
+``hybrid-best`` first asked for a difference of at least 0, which a tie at 100 %
+passes; it now asks for at least 0.0025 (one test graph in 400). Under the first rule
+the notebook seeds give "reproduced" (three exact ties).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ TUNING_SEEDS = (0, 1)
 #: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS)
 NOTEBOOK_SEEDS = (10, 11, 12)
 #: mean accuracy over the grid on TUNING_SEEDS for each learning rate tried
-TUNING = {}
+TUNING = {3e-3: 0.698, 1e-2: 0.669, 3e-2: 0.597}
 
 _ACC = "test accuracy difference (paired, same graphs), "
 
@@ -36,6 +40,7 @@ CLAIMS = (
         statistic=_ACC + "hybrid + HAC-DFS − hybrid + k-hop, connectivity",
         rule=Rule.at_least(0.1),
         control="HAC-DFS tokens without their hierarchical PE (DFS order kept)",
+        expect="partly reproduced",
     ),
     Claim(
         "global-node-vs-khop",
@@ -53,10 +58,10 @@ CLAIMS = (
         paper="connectivity 90.7/91.4, the best of the table",
         where="Table 1 (GraphQA tasks)",
         statistic=_ACC + "hybrid + HAC-DFS − the best other encoder/tokenisation",
-        rule=Rule.at_least(0.0),
+        rule=Rule.at_least(0.0025),
         control="hybrid + HAC-DFS without the hierarchical PE in its place",
-        fmt=".3f",
-        expect="partly reproduced",
+        fmt=".4f",
+        expect="not reproduced",
     ),
     Claim(
         "local-subgraph-vs-node",
@@ -77,6 +82,7 @@ CLAIMS = (
         "connectivity",
         rule=Rule.at_least(0.1),
         control="the same difference for the Transformer (permutation-invariant)",
+        expect="not reproduced",
     ),
     Claim(
         "benchmarks",
