@@ -165,11 +165,12 @@ def run_grid(cfg, seeds, specs=SPECS, device="cpu", lr=None) -> dict:
     return {"acc": out, "pred": pred, "seconds": seconds}
 
 
-def run_experiment(cfg, device="cpu") -> dict:
+def run_experiment(cfg, device=None) -> dict:
     """The chapter's grid on ``cfg.claim_seeds`` and the claims' per-seed values (the
-    FULL entry point's payload)."""
+    FULL entry point's payload); ``device`` None means the CPU."""
     from .claims import measure_from_grid
 
+    device = "cpu" if device is None else device
     t0 = time.perf_counter()
     grid = run_grid(cfg, cfg.claim_seeds, device=device)
     return {
