@@ -36,13 +36,22 @@ def _check_cfg(cfg):
 
 def make_dataset(task: str, kind: str, cfg, seed: int, n_graphs: int) -> dict:
     """``n_graphs`` graphs of ``task`` (data seed 10 000 + seed; the same graphs for
-    every tokenisation) tokenised by ``kind`` and padded to ``cfg.n_max`` nodes."""
-    graphs = _graphs(task, cfg.n_min, cfg.n_max, seed, n_graphs)
+    every tokenisation) tokenised by ``kind`` and padded to ``cfg.n_max`` nodes.
+
+    Cached: the encoders of the grid that share a tokenisation share its dataset (the
+    caller must not modify the tensors)."""
+    check_int("n_graphs", n_graphs, 1)
+    return _dataset(task, kind, cfg.n_min, cfg.n_max, seed, n_graphs)
+
+
+@functools.lru_cache(maxsize=256)
+def _dataset(task, kind, n_min, n_max, seed, n_graphs) -> dict:
+    graphs = _graphs(task, n_min, n_max, seed, n_graphs)
     toks = [  # one stream per graph, the same for every kind (shared PE signs)
         tokenize(g, kind, np.random.default_rng([20_000 + seed, TASKS.index(task), i]))
         for i, g in enumerate(graphs)
     ]
-    N = cfg.n_max
+    N = n_max
     sub = kind not in NODE_TOKENS
     L = max(t["x"].shape[1] for t in toks) if sub else 0
     x = np.zeros((n_graphs, N, L, FEAT) if sub else (n_graphs, N, FEAT), np.float32)
