@@ -1,0 +1,192 @@
+"""Datasets and training: every (task, tokenisation, seed) of one encoder and token
+level is one member of a stacked :class:`~lib.gsm.models.GSM`, trained at once."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from lib.common import check_int
+
+from .graphs import DEGREE_CLASSES, FEAT, NODE_TOKENS, TASKS, make_graph, tokenize
+from .models import ENCODERS, GSM
+
+#: the chapter's grid: (task, encoder, tokenisation)
+SPECS = (
+    *(
+        ("connectivity", e, k)
+        for e in ENCODERS
+        for k in ("node", "hac_dfs", "node_dfs")
+    ),
+    ("connectivity", "hybrid", "khop"),
+    ("connectivity", "hybrid", "node_nope"),
+    ("connectivity", "hybrid", "hac_dfs_nope"),
+    *(("degree", "hybrid", k) for k in ("node", "khop", "hac_bfs", "khop_rewired")),
+)
+
+
+def _check_cfg(cfg):
+    for name in ("n_min", "n_max", "n_train", "n_test", "steps", "batch", "d"):
+        check_int(name, getattr(cfg, name), 1)
+
+
+def make_dataset(task: str, kind: str, cfg, seed: int, n_graphs: int) -> dict:
+    """``n_graphs`` graphs of ``task`` (data seed 10 000 + seed; the same graphs for
+    every tokenisation) tokenised by ``kind`` and padded to ``cfg.n_max`` nodes.
+
+    Cached: the encoders of the grid that share a tokenisation share its dataset (the
+    caller must not modify the tensors)."""
+    check_int("n_graphs", n_graphs, 1)
+    return _dataset(task, kind, cfg.n_min, cfg.n_max, seed, n_graphs)
+
+
+@functools.lru_cache(maxsize=256)
+def _dataset(task, kind, n_min, n_max, seed, n_graphs) -> dict:
+    graphs = _graphs(task, n_min, n_max, seed, n_graphs)
+    toks = [  # one stream per graph, the same for every kind (shared PE signs)
+        tokenize(g, kind, np.random.default_rng([20_000 + seed, TASKS.index(task), i]))
+        for i, g in enumerate(graphs)
+    ]
+    N = n_max
+    sub = kind not in NODE_TOKENS
+    L = max(t["x"].shape[1] for t in toks) if sub else 0
+    x = np.zeros((n_graphs, N, L, FEAT) if sub else (n_graphs, N, FEAT), np.float32)
+    mask = np.zeros(x.shape[:-1], bool)
+    node_mask = np.zeros((n_graphs, N), bool)
+    for i, t in enumerate(toks):
+        n = len(t["order"])
+        if sub:
+            x[i, :n, : t["x"].shape[1]] = t["x"]
+            mask[i, :n, : t["x"].shape[1]] = t["mask"]
+        else:
+            x[i, :n], mask[i, :n] = t["x"], True
+        node_mask[i, :n] = True
+    flags = x[:, :, 0, :2] if sub else x[:, :, :2]
+    return {
+        "x": torch.from_numpy(x),
+        "mask": torch.from_numpy(mask),
+        "query": torch.from_numpy(flags > 0),
+        "node_mask": torch.from_numpy(node_mask),
+        "y": torch.tensor([g["y"] for g in graphs]),
+        "graphs": graphs,
+        "orders": [t["order"] for t in toks],
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def _graphs(task, n_min, n_max, seed, n_graphs) -> tuple:
+    rng = np.random.default_rng([10_000 + seed, TASKS.index(task)])
+    return tuple(
+        make_graph(task, int(rng.integers(n_min, n_max + 1)), rng)
+        for _ in range(n_graphs)
+    )
+
+
+def _stack(sets, key):
+    return torch.stack([s[key] for s in sets])
+
+
+def train_group(encoder, members, cfg, device="cpu", lr=None, parallel=True) -> dict:
+    """Train one stacked model: ``members`` is a list of (task, kind, seed) sharing
+    the token level. Returns ``{"acc": [test accuracy per member], "pred", "model",
+    "seconds"}``."""
+    _check_cfg(cfg)
+    lr = cfg.lr if lr is None else lr
+    M = len(members)
+    train = [make_dataset(t, k, cfg, s, cfg.n_train) for t, k, s in members]
+    test = [make_dataset(t, k, cfg, s + 500_000, cfg.n_test) for t, k, s in members]
+    model = GSM(M, encoder, FEAT, cfg.d, DEGREE_CLASSES, parallel=parallel)
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        for i, (_, _, s) in enumerate(members):  # member i: initialised from its seed
+            torch.manual_seed(s)
+            one = GSM(1, encoder, FEAT, cfg.d, DEGREE_CLASSES)
+            for p, q in zip(model.parameters(), one.parameters()):
+                p[i] = q[0]
+    model.to(device)
+    xs, ms, qs, nms, ys = (
+        _stack(train, k).to(device) for k in ("x", "mask", "query", "node_mask", "y")
+    )
+    idx = torch.stack(  # minibatches drawn from each member's seed: paired runs
+        [
+            torch.randint(
+                0,
+                cfg.n_train,
+                (cfg.steps, cfg.batch),
+                generator=torch.Generator().manual_seed(7919 + s),
+            )
+            for _, _, s in members
+        ],
+        1,
+    )  # (steps, M, batch)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps)
+    ar = torch.arange(M)[:, None]
+    t0 = time.perf_counter()
+    for step in range(cfg.steps):
+        i = idx[step].to(device)
+        logits = model(xs[ar, i], ms[ar, i], qs[ar, i], nms[ar, i])  # (M, B, C)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1), ys[ar, i].flatten(), reduction="sum"
+        )
+        opt.zero_grad()
+        (loss / cfg.batch).backward()
+        opt.step()
+        sched.step()
+    seconds = time.perf_counter() - t0
+    pred = predict(model, test, device)
+    ty = _stack(test, "y")
+    acc = (pred == ty).float().mean(1)
+    return {"acc": acc.tolist(), "pred": pred, "model": model, "seconds": seconds}
+
+
+@torch.no_grad()
+def predict(model, sets, device="cpu") -> torch.Tensor:
+    """Class predictions of every member on its own dataset, (M, n)."""
+    model.eval()
+    args = (_stack(sets, k).to(device) for k in ("x", "mask", "query", "node_mask"))
+    out = model(*args).argmax(-1).cpu()
+    model.train()
+    return out
+
+
+def run_grid(cfg, seeds, specs=SPECS, device="cpu", lr=None) -> dict:
+    """Test accuracy of every (task, encoder, tokenisation) in ``specs`` on each seed:
+    ``{"acc": {"task/encoder/kind": {seed: acc}}, "pred": {... : {seed: [class per
+    test graph]}}, "seconds": {group: training time}}``; one stacked training per
+    encoder and token level."""
+    _check_cfg(cfg)
+    seeds = [check_int("seeds[i]", s, 0) for s in seeds]
+    groups = {}
+    for task, enc, kind in specs:
+        level = "node" if kind in NODE_TOKENS else "subgraph"
+        groups.setdefault((enc, level), []).extend((task, kind, s) for s in seeds)
+    out, pred, seconds = {}, {}, {}
+    for (enc, level), members in groups.items():
+        res = train_group(enc, members, cfg, device, lr=lr)
+        seconds[f"{enc}/{level}"] = res["seconds"]
+        for i, ((task, kind, s), a) in enumerate(zip(members, res["acc"])):
+            out.setdefault(f"{task}/{enc}/{kind}", {})[s] = a
+            pred.setdefault(f"{task}/{enc}/{kind}", {})[s] = res["pred"][i].tolist()
+    return {"acc": out, "pred": pred, "seconds": seconds}
+
+
+def run_experiment(cfg, device=None) -> dict:
+    """The chapter's grid on ``cfg.claim_seeds`` and the claims' per-seed values (the
+    FULL entry point's payload); ``device`` None means the CPU."""
+    from .claims import measure_from_grid
+
+    device = "cpu" if device is None else device
+    t0 = time.perf_counter()
+    grid = run_grid(cfg, cfg.claim_seeds, device=device)
+    return {
+        "acc": {k: {str(s): v for s, v in d.items()} for k, d in grid["acc"].items()},
+        "claims": {
+            cid: {part: {str(s): v for s, v in d.items()} for part, d in m.items()}
+            for cid, m in measure_from_grid(grid["acc"]).items()
+        },
+        "seconds": time.perf_counter() - t0,
+    }

@@ -1,0 +1,322 @@
+"""Tests of lib.gsm: HAC against SciPy's single linkage, DFS order, hierarchical PE,
+k-hop sets, the parallel scan against the sequential one, padding and stacking
+invariances, permutation equivariance, bad inputs, the FULL path shrunk, the claims'
+controls, CUDA parity."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from scipy.cluster.hierarchy import leaves_list, linkage
+from scipy.spatial.distance import squareform
+
+from lib import gsm as G
+from lib.gsm import graphs as Gr
+from lib.gsm.models import Attention
+
+TINY = G.Config(
+    n_min=8,
+    n_max=10,
+    n_train=32,
+    n_test=16,
+    steps=3,
+    batch=4,
+    d=8,
+    claim_seeds=(0, 1, 2),
+)
+
+
+def _random_graph(n, p, seed):
+    rng = np.random.default_rng(seed)
+    up = np.triu(rng.random((n, n)) < p, 1)
+    return (up | up.T).astype(np.int64), rng
+
+
+def _random_dist(adj, rng):
+    w = np.triu(rng.random(adj.shape) + 0.1, 1)
+    w = w + w.T
+    return np.where(adj > 0, w, np.inf)
+
+
+# --- HAC ---
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hac_matches_scipy_single_linkage_on_connected_graphs(seed):
+    n = 12
+    adj, rng = _random_graph(n, 0.35, seed)
+    for i in range(n - 1):  # add a path: connected
+        adj[i, i + 1] = adj[i + 1, i] = 1
+    dist = _random_dist(adj, rng)
+    Z = Gr.hac_linkage(dist)
+    big = np.where(np.isfinite(dist), dist, 1e6)
+    np.fill_diagonal(big, 0)
+    Zs = linkage(squareform(big), method="single")
+    np.testing.assert_allclose(Z, Zs)
+    children = Gr.hac_tree(Z)
+    np.testing.assert_array_equal(Gr.dfs_order(children, n), leaves_list(Zs))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hac_on_disconnected_graphs_matches_scipy_below_the_components(seed):
+    n = 14
+    adj, rng = _random_graph(n, 0.25, seed)
+    adj[:7, 7:] = adj[7:, :7] = 0  # at least two components
+    dist = _random_dist(adj, rng)
+    Z = Gr.hac_linkage(dist)
+    big = np.where(np.isfinite(dist), dist, 1e6)
+    np.fill_diagonal(big, 0)
+    Zs = linkage(squareform(big), method="single")
+    fin = np.isfinite(Z[:, 2])
+    np.testing.assert_allclose(Z[fin], Zs[Zs[:, 2] < 1e6])
+    # the DFS order lists each component contiguously
+    order = Gr.dfs_order(Gr.hac_tree(Z), n)
+    import scipy.sparse.csgraph as cg
+
+    _, lab = cg.connected_components(adj)
+    runs = np.sum(lab[order][1:] != lab[order][:-1]) + 1
+    assert runs == len(np.unique(lab))
+    assert sorted(order) == list(range(n))
+
+
+def test_hierarchical_pe_and_bfs_sets_know_the_components():
+    rng = np.random.default_rng(0)
+    g = Gr.make_graph("connectivity", 14, rng)
+    adj = g["adj"]
+    children = Gr.hac_tree(Gr.hac_linkage(Gr.affinity_distances(adj)))
+    order = Gr.dfs_order(children, 14)
+    pe = Gr.hierarchical_pe(children, order, 14)
+    import scipy.sparse.csgraph as cg
+
+    _, lab = cg.connected_components(adj)
+    same = lab[:, None] == lab[None]
+    same_pe = np.all(pe[:, None, 1:3] == pe[None, :, 1:3], -1)  # depth-1 ancestor
+    np.testing.assert_array_equal(same, same_pe)
+    for v, seq in enumerate(Gr.bfs_sets(children, 14)):
+        assert list(seq[0]) == [v]
+        for a, b in zip(seq[:-1], seq[1:]):  # nested, growing clusters in one component
+            assert set(a) < set(b) and len(set(lab[b])) == 1
+
+
+def test_khop_sets_and_subgraph_encodings_known_answers():
+    adj = np.zeros((5, 5), dtype=np.int64)
+    for u, v in [(0, 1), (1, 2), (2, 0), (2, 3), (3, 4)]:  # triangle + tail
+        adj[u, v] = adj[v, u] = 1
+    sets = Gr.khop_sets(adj, 2)
+    assert [list(s) for s in sets[4]] == [[4], [3, 4], [2, 3, 4]]
+    S = np.zeros((2, 5))
+    S[0, [0, 1, 2]] = 1  # the triangle: 3 nodes, 3 edges inside, 1 leaving
+    S[1, 3] = 1  # node 3 alone: its degree is its boundary
+    np.testing.assert_allclose(
+        Gr.subgraph_encodings(adj, S), np.array([[3, 3, 1], [1, 0, 2]]) / 10
+    )
+
+
+def test_laplacian_pe_null_space_is_constant_on_components():
+    rng = np.random.default_rng(1)
+    g = Gr.make_graph("connectivity", 12, rng)
+    pe = Gr.laplacian_pe(g["adj"], 6)
+    import scipy.sparse.csgraph as cg
+
+    _, lab = cg.connected_components(g["adj"])
+    null = pe[:, :2]  # two components: two zero eigenvalues
+    for c in np.unique(lab):
+        assert np.allclose(null[lab == c], null[lab == c][0], atol=1e-8)
+
+
+def test_tasks_labels_are_right():
+    rng = np.random.default_rng(3)
+    import scipy.sparse.csgraph as cg
+
+    ys = []
+    for _ in range(40):
+        g = Gr.make_graph("connectivity", 12, rng)
+        _, lab = cg.connected_components(g["adj"])
+        assert g["y"] == int(lab[g["s"]] == lab[g["t"]]) and g["s"] != g["t"]
+        ys.append(g["y"])
+        d = Gr.make_graph("degree", 12, rng)
+        assert d["y"] == min(d["adj"][d["s"]].sum(), 7)
+    assert 0.2 < np.mean(ys) < 0.8
+
+
+# --- scans and models ---
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 16, 17])
+def test_parallel_scan_matches_sequential(T):
+    g = torch.Generator().manual_seed(T)
+    a = torch.rand(2, 3, T, 4, 2, generator=g, dtype=torch.float64)
+    b = torch.randn(2, 3, T, 4, 2, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(G.scan_parallel(a, b), G.scan_sequential(a, b))
+
+
+def test_ssm_layer_parallel_equals_sequential_with_gradients():
+    torch.manual_seed(0)
+    layer = G.SelectiveSSM(2, 8)
+    x = torch.randn(2, 3, 9, 8)
+    mask = torch.ones(2, 3, 9, dtype=torch.bool)
+    y1 = layer(x, mask)
+    layer.parallel = False
+    y2 = layer(x, mask)
+    torch.testing.assert_close(y1, y2, rtol=1e-5, atol=1e-5)
+
+
+def _batch(kind, n_graphs=3, n_max=12, seed=0, n_min=8):
+    cfg = dataclasses.replace(TINY, n_min=n_min, n_max=n_max)
+    return G.make_dataset("connectivity", kind, cfg, seed, n_graphs)
+
+
+def _args(d, sl=slice(None)):
+    return tuple(d[k][sl][None] for k in ("x", "mask", "query", "node_mask"))
+
+
+@pytest.mark.parametrize("encoder", G.ENCODERS)
+@pytest.mark.parametrize("kind", ["hac_dfs", "khop"])
+def test_padding_does_not_change_outputs(encoder, kind):
+    torch.manual_seed(0)
+    model = G.GSM(1, encoder, Gr.FEAT, 16).eval()
+    small = _batch(kind, n_max=12)
+    big = {}  # the same graphs with 5 more padded nodes
+    for k in ("x", "mask", "query", "node_mask"):
+        t = small[k]
+        pad = torch.zeros(t.shape[0], 5, *t.shape[2:], dtype=t.dtype)
+        big[k] = torch.cat([t, pad], 1)
+    with torch.no_grad():
+        torch.testing.assert_close(model(*_args(small)), model(*_args(big)))
+        one = model(*_args(small, slice(0, 1)))
+        torch.testing.assert_close(one[0, 0], model(*_args(small))[0, 0])
+
+
+def test_transformer_without_pe_is_permutation_invariant_and_ssm_is_not():
+    full = _batch("node_nope", n_graphs=4, n_max=8)  # n_min = n_max = 8: no padding
+    assert bool(full["node_mask"].all())
+    x, m, q, nm = _args(full)
+    perm = torch.randperm(8, generator=torch.Generator().manual_seed(1))
+    permd = (x[:, :, perm], m[:, :, perm], q[:, :, perm], nm[:, :, perm])
+    for enc, same in (("transformer", True), ("ssm", False)):
+        torch.manual_seed(0)
+        model = G.GSM(1, enc, Gr.FEAT, 16).eval()
+        with torch.no_grad():
+            a, b = model(x, m, q, nm), model(*permd)
+        assert torch.allclose(a, b, atol=1e-5) == same, enc
+
+
+def test_stacked_members_equal_single_models():
+    torch.manual_seed(0)
+    stacked = G.GSM(3, "hybrid", Gr.FEAT, 16).eval()
+    d = _batch("hac_dfs", n_graphs=4)
+    args = tuple(t.expand(3, *t.shape[1:]) for t in _args(d))
+    with torch.no_grad():
+        out = stacked(*args)
+        for i in range(3):
+            one = G.GSM(1, "hybrid", Gr.FEAT, 16).eval()
+            for p, q in zip(one.parameters(), stacked.parameters()):
+                p.copy_(q[i : i + 1])
+            torch.testing.assert_close(
+                one(*(a[i : i + 1] for a in args)), out[i : i + 1]
+            )
+
+
+def test_attention_rows_of_pure_padding_are_finite():
+    layer = Attention(1, 8)
+    x = torch.randn(1, 2, 4, 8)
+    mask = torch.tensor([[[True, True, False, False], [False] * 4]])
+    assert torch.isfinite(layer(x, mask)).all()
+
+
+# --- bad inputs ---
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="task"):
+        Gr.make_graph("colouring", 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="n"):
+        Gr.make_graph("degree", 3, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="n"):
+        Gr.make_graph("degree", 10.0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="kind"):
+        Gr.tokenize(Gr.make_graph("degree", 10, np.random.default_rng(0)), "bfs", None)
+    with pytest.raises(ValueError, match="adj"):
+        Gr.laplacian_pe(np.zeros((3, 4)))
+    with pytest.raises(TypeError, match="adj"):
+        Gr.laplacian_pe([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="encoder"):
+        G.GSM(1, "rnn", 10)
+    with pytest.raises(ValueError, match="x"):
+        G.GSM(2, "ssm", 10)(torch.zeros(1, 2, 3, 10), None, None, None)
+    with pytest.raises(TypeError, match="x"):
+        G.GSM(1, "ssm", 10)(np.zeros((1, 2, 3, 10)), None, None, None)
+    with pytest.raises(ValueError, match="n_max"):
+        G.Config(n_min=12, n_max=10)
+    with pytest.raises(TypeError, match="steps"):
+        G.Config(steps=1.5)
+    with pytest.raises(ValueError, match="claim_seeds"):
+        G.Config(claim_seeds=(1, 1))
+
+
+# --- the experiment, the FULL path and the claims ---
+
+
+def test_full_path_shrunk_runs_and_reports_every_claim():
+    cfg = dataclasses.replace(
+        G.FULL,
+        n_min=8,
+        n_max=10,
+        n_train=16,
+        n_test=8,
+        steps=2,
+        batch=4,
+        d=8,
+        claim_seeds=(0, 1, 2),
+    )
+    out = G.run_experiment(cfg)
+    assert set(out["acc"]) == {"/".join(s) for s in G.SPECS}
+    tested = [c.id for c in G.CLAIMS if c.rule is not None]
+    assert set(out["claims"]) == set(tested)
+    for m in out["claims"].values():
+        assert set(m["values"]) == {"0", "1", "2"}
+    res = G.judge(G.measure_claims(cfg, (0, 1, 2)))
+    assert len(res) == len(G.CLAIMS)
+
+
+def test_negative_controls_separate_at_tiny_size():
+    """The subgraph tokens of the rewired graph carry no degree information; the
+    Transformer does not see the order (its order control is exactly zero)."""
+    cfg = dataclasses.replace(TINY, n_train=300, n_test=100, steps=60, batch=16, d=16)
+    specs = [
+        ("degree", "hybrid", "khop"),
+        ("degree", "hybrid", "khop_rewired"),
+        ("connectivity", "transformer", "node"),
+        ("connectivity", "transformer", "node_dfs"),
+    ]
+    acc = G.run_grid(cfg, (0,), specs)["acc"]
+    assert acc["degree/hybrid/khop"][0] - acc["degree/hybrid/khop_rewired"][0] > 0.2
+    assert (
+        abs(
+            acc["connectivity/transformer/node_dfs"][0]
+            - acc["connectivity/transformer/node"][0]
+        )
+        < 0.02
+    )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")
+def test_cuda_matches_cpu():
+    torch.manual_seed(0)
+    model = G.GSM(2, "hybrid", Gr.FEAT, 16).eval()
+    d = _batch("hac_dfs", n_graphs=4)
+    args = tuple(torch.cat([a, a]) for a in _args(d))
+    with torch.no_grad():
+        cpu = model(*args)
+        gpu = model.cuda()(*(a.cuda() for a in args)).cpu()
+    torch.testing.assert_close(cpu, gpu, rtol=1e-4, atol=1e-4)
+
+
+def test_exercise_checks():
+    from lib.gsm import exercises as X
+
+    assert X.ex1(2).ok and not X.ex1(3)
+    assert X.ex2(2 * (1 - 0.5**10)).ok and not X.ex2(2.0)
+    assert X.ex3(2).ok and not X.ex3(3)  # triangles 0-1-2 and 0-2-3
+    assert X.ex4("no").ok and not X.ex4("yes")
