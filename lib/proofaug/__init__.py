@@ -137,8 +137,8 @@ class Config:
 #: the CPU run the book executes
 SMOKE = Config()
 #: the GPU run: a bigger proposer trained longer, budgets up to 64 and five seeds. The
-#: split stays at 160 + 20: the templates have only about 265 distinct theorems whose
-#: gold proof checks, so there are no more to draw
+#: split stays at 160 + 20: the templates yield only a few hundred distinct theorems
+#: whose gold proof checks (asked for 400, make_problems finds 265 before it gives up)
 FULL = Config(
     train_steps=2000,
     block_size=256,

@@ -167,11 +167,11 @@ def setup(cfg, device="cpu"):
 def fresh_problems(env: dict, n: int, seed: int) -> list:
     """``n`` test theorems for one claim seed, drawn at random (with ``seed``) from the
     pool of theorems the proposer was not trained on: the templates' distinct
-    theorems whose gold proofs check (:func:`make_problems` with 200 tries at seed
+    theorems whose gold proofs check (:func:`make_problems` asked for 200 at seed
     50 000), minus the training theorems and those with a constant the proposer has
-    never seen. The templates have only about 265 distinct theorems, so the pool holds
-    about 50 and the seeds' test sets overlap: the seeds differ by which theorems they
-    draw and, above all, by the proposals sampled."""
+    never seen. The templates yield only a few hundred distinct theorems, so the pool
+    holds about 50 and the seeds' test sets overlap: the seeds differ by which theorems
+    they draw and, above all, by the proposals sampled."""
     _check_env(env, ("prover", "train", "vocab"))
     check_int("n", n, 1)
     check_int("seed", seed, 0)
