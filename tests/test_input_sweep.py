@@ -3676,8 +3676,8 @@ def _cases_proofaug():
             ch,
             "main_experiment",
             PA.main_experiment,
-            lambda: dict(cfg=TINY, env=env, seeds=(0,)),
-            {"cfg": "obj", "env": "obj", "seeds": "seq_nonneg"},
+            lambda: dict(cfg=TINY, env=env, seeds=(0,), processes=1),
+            {"cfg": "obj", "env": "obj", "seeds": "seq_nonneg", "processes": "count"},
             baseline=False,
         ),
         Case(

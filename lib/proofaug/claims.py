@@ -110,8 +110,8 @@ def measure_claims(cfg, seeds, device="cpu", main: dict | None = None) -> dict:
 
     _check_cfg(cfg)
     seeds = seed_list(seeds)
-    if main is None:
-        main = main_experiment(cfg, setup(cfg, device), seeds)
+    if main is None:  # the seeds in parallel: the records are the same
+        main = main_experiment(cfg, setup(cfg, device), seeds, processes=2)
     runs = {r["seed"]: r for r in main["runs"]}
     if set(runs) != set(seeds):
         raise ValueError(
