@@ -59,6 +59,8 @@ CHAPTERS = (
     "smooth_sb",
     "jlde",
     "egf",
+    "memorization",
+    "gsm",
 )
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
@@ -4394,6 +4396,353 @@ def _cases_smooth_sb():
     ]
 
 
+def _cases_memorization():
+    from lib import memorization as Mz
+
+    ch = "memorization"
+    TINY = Mz.Config(
+        n_train=4,
+        n_pool=10,
+        n_heldout=20,
+        width=4,
+        depth=1,
+        steps=2,
+        batch=2,
+        sample_steps=2,
+        n_samples=4,
+        clf_steps=2,
+        claim_seeds=(0,),
+    )
+    g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=g())  # noqa: E731
+    model = Mz.EnsembleMLP([0], dim=4, width=4, depth=1)
+    prep = Mz.prepare_seed(TINY, 0)
+    measured = Mz.measure_claims(TINY, (0,))
+    return [
+        config_case(
+            ch,
+            Mz.Config,
+            Mz.SMOKE,
+            {
+                "claim_seeds": "seq_nonneg",
+                "seed": "nonneg",
+                "sigma_ns": "seq_pos",
+                "stop_fractions": "seq_prob",
+                "ema": "prob",
+                "quantile": "prob",
+            },
+        ),
+        Case(
+            ch,
+            "EnsembleMLP",
+            Mz.EnsembleMLP,
+            lambda: dict(seeds=[0, 1], dim=4, width=4, depth=1),
+            {"seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "ambient_loss",
+            Mz.ambient_loss,
+            lambda: dict(
+                denoise=model.denoise,
+                x=rnd(1, 3, 4),
+                y=rnd(1, 3, 4),
+                sigma=rnd(1, 3).abs() + 0.1,
+                sigma_n=torch.tensor([0.5]),
+                eps=rnd(1, 3, 4),
+            ),
+        ),
+        Case(
+            ch,
+            "edm_weight",
+            Mz.edm_weight,
+            lambda: dict(sigma=T(0.5, 1.0), sigma_data=0.5),
+        ),
+        Case(
+            ch,
+            "sample_sigma",
+            Mz.sample_sigma,
+            lambda: dict(shape=(2, 3), sigma_floor=None, generator=g()),
+        ),
+        Case(
+            ch,
+            "heun_sample",
+            Mz.heun_sample,
+            lambda: dict(
+                denoise=lambda x, s: x * 0.5,
+                x=rnd(3, 4),
+                sigmas=Mz.sampling_sigmas(3),
+            ),
+        ),
+        Case(
+            ch,
+            "sampling_sigmas",
+            Mz.sampling_sigmas,
+            lambda: dict(steps=3, sigma_min=0.002, sigma_max=80.0, rho=7.0),
+        ),
+        Case(
+            ch,
+            "optimal_denoiser",
+            Mz.optimal_denoiser,
+            lambda: dict(
+                x=rnd(3, 4),
+                sigma=T(0.5, 1.0, 2.0, dtype=torch.float32),
+                train=rnd(5, 4),
+            ),
+        ),
+        Case(
+            ch,
+            "train_ensemble",
+            Mz.train_ensemble,
+            lambda: dict(
+                model=Mz.EnsembleMLP([0], dim=4, width=4, depth=1),
+                x=rnd(1, 5, 4),
+                y=rnd(1, 5, 4),
+                sigma_n=[0.5],
+                clean_low=[True],
+                steps=2,
+                batch=2,
+                lr=1e-3,
+                generator=g(),
+                ema=0.9,
+                checkpoints=(1,),
+            ),
+            {"sigma_n": "seq_nonnegf", "ema": "prob", "checkpoints": "seq_count"},
+            ("checkpoints:empty",),  # no checkpoint to keep is valid
+        ),
+        Case(ch, "DigitNet", Mz.DigitNet, lambda: dict()),
+        Case(
+            ch,
+            "load_digits_split",
+            Mz.load_digits_split,
+            lambda: dict(seed=0, n_pool=300, n_heldout=500),
+        ),
+        Case(
+            ch,
+            "train_feature_net",
+            Mz.train_feature_net,
+            lambda: dict(x=rnd(20, 64), y=torch.arange(20) % 10, seed=0, steps=2),
+            {"y": "index"},
+        ),
+        Case(
+            ch,
+            "nearest_similarity",
+            Mz.nearest_similarity,
+            lambda: dict(f_query=rnd(3, 5), f_train=rnd(4, 5)),
+        ),
+        Case(
+            ch,
+            "nn_ratio",
+            Mz.nn_ratio,
+            lambda: dict(x_query=rnd(3, 4), x_train=rnd(4, 4)),
+        ),
+        Case(
+            ch,
+            "frechet_distance",
+            Mz.frechet_distance,
+            lambda: dict(f1=rnd(5, 3), f2=rnd(6, 3)),
+        ),
+        Case(ch, "variants", Mz.variants, lambda: dict(cfg=Mz.SMOKE), {"cfg": "obj"}),
+        Case(
+            ch,
+            "checkpoints",
+            Mz.checkpoints,
+            lambda: dict(cfg=Mz.SMOKE),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "prepare_seed",
+            Mz.prepare_seed,
+            lambda: dict(cfg=TINY, seed=0, n_train=None),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "score",
+            Mz.score,
+            lambda: dict(samples=rnd(5, 64), prep=prep),
+            {"prep": "obj"},
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            Mz.run_seeds,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            Mz.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            Mz.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", Mz.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
+def _cases_gsm():
+    from lib import gsm as G
+
+    ch = "gsm"
+    TINY = G.Config(
+        n_min=6, n_max=8, n_train=8, n_test=4, steps=2, batch=4, d=8, claim_seeds=(0,)
+    )
+    rng = lambda: np.random.default_rng(0)  # noqa: E731
+    graph = G.make_graph("degree", 8, rng())
+    adj = graph["adj"]
+    Z = G.hac_linkage(G.affinity_distances(adj, rng()))
+    children = G.hac_tree(Z)  # node -> list of children
+    order = G.dfs_order(children, 8)
+    a = lambda: torch.rand(1, 2, 5, 3, generator=torch.Generator().manual_seed(0))  # noqa: E731
+    members = (("degree", "node", 0),)
+    grp = G.train_group("transformer", members, TINY)
+    sets = [G.make_dataset("degree", "node", TINY, 0, 4)]
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in G.CLAIMS
+        if c.rule is not None
+    }
+    return [
+        config_case(
+            ch, G.Config, G.SMOKE, {"claim_seeds": "seq_nonneg", "seed": "nonneg"}
+        ),
+        Case(
+            ch,
+            "make_graph",
+            G.make_graph,
+            lambda: dict(task="degree", n=8, rng=rng()),
+            {"rng": "obj"},
+        ),
+        Case(
+            ch,
+            "laplacian_pe",
+            G.laplacian_pe,
+            lambda: dict(adj=adj.copy(), k=3),
+            {"adj": "obj"},
+        ),
+        Case(
+            ch,
+            "affinity_distances",
+            G.affinity_distances,
+            lambda: dict(adj=adj.copy(), rng=rng()),
+            {"adj": "obj", "rng": "obj"},
+        ),
+        Case(
+            ch,
+            "hac_linkage",
+            G.hac_linkage,
+            lambda: dict(dist=G.affinity_distances(adj)),
+            {"dist": "obj"},
+        ),
+        Case(ch, "hac_tree", G.hac_tree, lambda: dict(Z=Z.copy()), {"Z": "obj"}),
+        Case(
+            ch,
+            "dfs_order",
+            G.dfs_order,
+            lambda: dict(children=children, n=8),
+            {"children": "obj"},
+        ),
+        Case(
+            ch,
+            "hierarchical_pe",
+            G.hierarchical_pe,
+            lambda: dict(children=children, order=order.copy(), n=8, depth=2),
+            {"children": "obj", "order": "obj"},
+        ),
+        Case(
+            ch,
+            "khop_sets",
+            G.khop_sets,
+            lambda: dict(adj=adj.copy(), k=2),
+            {"adj": "obj", "k": "nonneg"},
+        ),
+        Case(
+            ch,
+            "bfs_sets",
+            G.bfs_sets,
+            lambda: dict(children=children, n=8, depth=2),
+            {"children": "obj"},
+        ),
+        Case(
+            ch,
+            "tokenize",
+            G.tokenize,
+            lambda: dict(graph=graph, kind="node", rng=rng()),
+            {"graph": "obj", "rng": "obj"},
+        ),
+        Case(ch, "scan_parallel", G.scan_parallel, lambda: dict(a=a(), b=a())),
+        Case(ch, "scan_sequential", G.scan_sequential, lambda: dict(a=a(), b=a())),
+        Case(ch, "SelectiveSSM", G.SelectiveSSM, lambda: dict(m=1, d=4, state=2)),
+        Case(
+            ch, "GSM", G.GSM, lambda: dict(m=1, encoder="ssm", feat=5, d=8, classes=3)
+        ),
+        Case(
+            ch,
+            "make_dataset",
+            G.make_dataset,
+            lambda: dict(task="degree", kind="node", cfg=TINY, seed=0, n_graphs=4),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "train_group",
+            G.train_group,
+            lambda: dict(encoder="transformer", members=members, cfg=TINY),
+            {"cfg": "obj", "members": "seq"},
+        ),
+        Case(
+            ch,
+            "predict",
+            G.predict,
+            lambda: dict(model=grp["model"], sets=sets),
+            {"model": "obj", "sets": "seq"},
+        ),
+        Case(
+            ch,
+            "run_grid",
+            G.run_grid,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), specs=(("degree", "transformer", "node"),)
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg", "specs": "seq"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            G.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            G.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", G.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
 # --- the expected outcome -------------------------------------------------------------
 
 #: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value
@@ -4447,6 +4796,8 @@ ALLOWED: dict = {
     ("self_inf_n", "spearman", "y", "inf"): "ranks are defined",
     ("jlde", "auroc", "pos", "inf"): "ranks are defined",
     ("jlde", "auroc", "neg", "inf"): "ranks are defined",
+    # EDM's weight λ(σ) is elementwise: σ of any shape is valid.
+    ("memorization", "edm_weight", "sigma", "shape"): "elementwise in σ",
 }
 
 

@@ -21,7 +21,7 @@ No public code. Modules: :mod:`.graphs` (tasks, HAC, tokenisations), :mod:`.mode
 
 from dataclasses import dataclass
 
-from lib.common import check_int, check_positive
+from lib.common import check_int, check_numbers, check_positive
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
 from .experiment import (
@@ -73,7 +73,8 @@ class Config:
         check_int("n_min", self.n_min, 6)
         check_int("n_max", self.n_max, self.n_min)
         check_positive("lr", self.lr)
-        if not self.claim_seeds or len(set(self.claim_seeds)) != len(self.claim_seeds):
+        check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
+        if len(set(self.claim_seeds)) != len(self.claim_seeds):
             raise ValueError(
                 f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}"
             )

@@ -185,6 +185,9 @@ def measure_claims(cfg, seeds, device="cpu", grid: dict | None = None) -> dict:
     :func:`lib.gsm.run_grid`) skips the training."""
     from .experiment import run_grid
 
+    from .experiment import _check_cfg
+
+    _check_cfg(cfg)
     seeds = seed_list(seeds)
     grid = run_grid(cfg, seeds, device=device) if grid is None else grid
     return measure_from_grid(grid["acc"])

@@ -10,9 +10,18 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from lib.common import check_int
+from lib.common import check_choice, check_instance, check_int
+from lib.common.claims import seed_list
 
-from .graphs import DEGREE_CLASSES, FEAT, NODE_TOKENS, TASKS, make_graph, tokenize
+from .graphs import (
+    DEGREE_CLASSES,
+    FEAT,
+    NODE_TOKENS,
+    TASKS,
+    TOKENS,
+    make_graph,
+    tokenize,
+)
 from .models import ENCODERS, GSM
 
 #: the chapter's grid: (task, encoder, tokenisation)
@@ -30,8 +39,22 @@ SPECS = (
 
 
 def _check_cfg(cfg):
-    for name in ("n_min", "n_max", "n_train", "n_test", "steps", "batch", "d"):
-        check_int(name, getattr(cfg, name), 1)
+    from . import Config
+
+    check_instance("cfg", cfg, Config, "a lib.gsm.Config")
+
+
+def _check_specs(name, specs, n_fields=3):
+    """A non-empty list of (task, encoder or kind, ...) tuples with known names."""
+    if not isinstance(specs, (list, tuple)):
+        raise TypeError(
+            f"{name}: expected a list of tuples, got {type(specs).__name__}"
+        )
+    if not specs:
+        raise ValueError(f"{name}: expected at least one entry, got {specs!r}")
+    for i, sp in enumerate(specs):
+        if not isinstance(sp, (list, tuple)) or len(sp) != n_fields:
+            raise TypeError(f"{name}[{i}]: expected a tuple of {n_fields}, got {sp!r}")
 
 
 def make_dataset(task: str, kind: str, cfg, seed: int, n_graphs: int) -> dict:
@@ -40,6 +63,9 @@ def make_dataset(task: str, kind: str, cfg, seed: int, n_graphs: int) -> dict:
 
     Cached: the encoders of the grid that share a tokenisation share its dataset (the
     caller must not modify the tensors)."""
+    task, kind = check_choice("task", task, TASKS), check_choice("kind", kind, TOKENS)
+    _check_cfg(cfg)
+    seed = check_int("seed", seed, 0)
     check_int("n_graphs", n_graphs, 1)
     return _dataset(task, kind, cfg.n_min, cfg.n_max, seed, n_graphs)
 
@@ -95,6 +121,11 @@ def train_group(encoder, members, cfg, device="cpu", lr=None, parallel=True) -> 
     the token level. Returns ``{"acc": [test accuracy per member], "pred", "model",
     "seconds"}``."""
     _check_cfg(cfg)
+    _check_specs("members", members)
+    for i, (t, k, s) in enumerate(members):
+        check_choice(f"members[{i}]", t, TASKS)
+        check_choice(f"members[{i}]", k, TOKENS)
+        check_int(f"members[{i}]", s, 0)
     lr = cfg.lr if lr is None else lr
     M = len(members)
     train = [make_dataset(t, k, cfg, s, cfg.n_train) for t, k, s in members]
@@ -146,6 +177,17 @@ def train_group(encoder, members, cfg, device="cpu", lr=None, parallel=True) -> 
 @torch.no_grad()
 def predict(model, sets, device="cpu") -> torch.Tensor:
     """Class predictions of every member on its own dataset, (M, n)."""
+    check_instance("model", model, GSM)
+    if not isinstance(sets, (list, tuple)) or not all(
+        isinstance(s, dict) for s in sets
+    ):
+        raise TypeError(
+            f"sets: expected a list of make_dataset dicts, got {sets!r}"[:200]
+        )
+    if len(sets) != model.m:
+        raise ValueError(
+            f"sets: expected {model.m} datasets (one per member), got {len(sets)}"
+        )
     model.eval()
     args = (_stack(sets, k).to(device) for k in ("x", "mask", "query", "node_mask"))
     out = model(*args).argmax(-1).cpu()
@@ -159,7 +201,12 @@ def run_grid(cfg, seeds, specs=SPECS, device="cpu", lr=None) -> dict:
     test graph]}}, "seconds": {group: training time}}``; one stacked training per
     encoder and token level."""
     _check_cfg(cfg)
-    seeds = [check_int("seeds[i]", s, 0) for s in seeds]
+    seeds = list(seed_list(seeds))
+    _check_specs("specs", specs)
+    for i, (task, enc, kind) in enumerate(specs):
+        check_choice(f"specs[{i}]", task, TASKS)
+        check_choice(f"specs[{i}]", enc, ENCODERS)
+        check_choice(f"specs[{i}]", kind, TOKENS)
     groups = {}
     for task, enc, kind in specs:
         level = "node" if kind in NODE_TOKENS else "subgraph"
@@ -179,6 +226,7 @@ def run_experiment(cfg, device=None) -> dict:
     FULL entry point's payload); ``device`` None means the CPU."""
     from .claims import measure_from_grid
 
+    _check_cfg(cfg)
     device = "cpu" if device is None else device
     t0 = time.perf_counter()
     grid = run_grid(cfg, cfg.claim_seeds, device=device)

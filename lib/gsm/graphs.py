@@ -39,6 +39,33 @@ def _check_adj(adj) -> np.ndarray:
     return adj
 
 
+def _check_rng(rng, allow_none: bool = False):
+    if rng is None and allow_none:
+        return rng
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng: expected a numpy.random.Generator, got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _check_children(children, n) -> int:
+    """A tree from :func:`hac_tree` over leaves 0..n-1; returns n."""
+    if not isinstance(children, dict) or -1 not in children:
+        raise TypeError(
+            f"children: expected the dict of hac_tree (with the root -1), got "
+            f"{type(children).__name__}"
+        )
+    n = check_int("n", n, 1)
+    ids = {int(c) for cs in children.values() for c in cs}
+    leaves = {c for c in ids if c not in children}
+    if leaves != set(range(n)):
+        raise ValueError(
+            f"n: expected the tree's number of leaves, {len(leaves)}, got {n}"
+        )
+    return n
+
+
 def random_tree_edges(nodes, rng, chain: float = 0.8) -> list:
     """A long random tree on ``nodes``: each new node attaches to the previous one with
     probability ``chain``, else to a random earlier node (a path with branches)."""
@@ -59,6 +86,7 @@ def make_graph(task: str, n: int, rng) -> dict:
     """
     task = check_choice("task", task, TASKS)
     n = check_int("n", n, 6)
+    _check_rng(rng)
     adj = np.zeros((n, n), dtype=np.int64)
     perm = rng.permutation(n)
     if task == "connectivity":
@@ -110,6 +138,7 @@ def laplacian_pe(adj, k: int = LAP_K) -> np.ndarray:
     """The ``k`` eigenvectors of the graph Laplacian L = D − A with the smallest
     eigenvalues (zero-padded when n < k), ``(n, k)``; signs are arbitrary."""
     adj = _check_adj(adj)
+    k = check_int("k", k, 1)
     lap = np.diag(adj.sum(1)).astype(float) - adj  # L = D - A
     _, vec = np.linalg.eigh(lap)
     out = np.zeros((len(adj), k))
@@ -122,6 +151,7 @@ def affinity_distances(adj, rng=None) -> np.ndarray:
     (return probabilities after 1..4 steps) plus a tiny jitter that breaks ties;
     ``inf`` off the edges, ``(n, n)``."""
     adj = _check_adj(adj)
+    _check_rng(rng, allow_none=True)
     deg = np.maximum(adj.sum(1, keepdims=True), 1)
     walk = adj / deg
     pk, enc = np.eye(len(adj)), []
@@ -141,6 +171,16 @@ def hac_linkage(dist) -> np.ndarray:
     same tree as affinity clustering's Borůvka rounds for distinct affinities), in
     SciPy's linkage format ``(n - 1, 4)``: [child a, child b, height, size]. The
     components of the graph are joined last, at height ``inf``, in index order."""
+    if not isinstance(dist, np.ndarray):
+        raise TypeError(f"dist: expected a numpy array, got {type(dist).__name__}")
+    if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] < 2:
+        raise ValueError(
+            f"dist: expected a square (n, n) matrix, n >= 2, got {dist.shape}"
+        )
+    if np.isnan(dist).any() or (dist < 0).any():
+        raise ValueError(
+            "dist: expected distances >= 0 (inf off the edges), got NaN or < 0"
+        )
     n = dist.shape[0]
     iu, ju = np.triu_indices(n, 1)
     w = dist[iu, ju]
@@ -181,6 +221,10 @@ def hac_linkage(dist) -> np.ndarray:
 def hac_tree(Z) -> dict:
     """The HAC tree with the components as children of one root: ``children`` (node →
     list of children; leaves 0..n-1, clusters n.., the root ``-1``)."""
+    if not isinstance(Z, np.ndarray):
+        raise TypeError(f"Z: expected a numpy array, got {type(Z).__name__}")
+    if Z.ndim != 2 or Z.shape[1] != 4 or len(Z) < 1:
+        raise ValueError(f"Z: expected a linkage matrix (n - 1, 4), got {Z.shape}")
     n = len(Z) + 1
     children = {-1: []}
     finite = [r for r in Z if np.isfinite(r[2])]
@@ -203,6 +247,7 @@ def _first_leaf(c, children, n):
 def dfs_order(children, n: int) -> np.ndarray:
     """The tree's leaves in depth-first order (left child first): similar nodes, and
     each component, end up contiguous."""
+    n = _check_children(children, n)
     out, stack = [], [-1]
     while stack:
         c = stack.pop()
@@ -249,6 +294,12 @@ def hierarchical_pe(children, order, n: int, depth: int = HIER_DEPTH) -> np.ndar
     depths 1..``depth`` below the root (depth 1 = its component) the ancestor's first
     DFS rank / n and size / n (the node itself where the chain is shorter),
     ``(n, 1 + 2·depth)``."""
+    n = _check_children(children, n)
+    depth = check_int("depth", depth, 1)
+    if not isinstance(order, np.ndarray) or order.dtype.kind not in "iu":
+        raise TypeError(f"order: expected an integer numpy array, got {order!r}"[:200])
+    if sorted(order.tolist()) != list(range(n)):
+        raise ValueError(f"order: expected a permutation of 0..{n - 1}, got {order}")
     rank = np.empty(n, dtype=float)
     rank[order] = np.arange(n)
     anc, leaves = ancestors(children, n), leaves_of(children, n)
@@ -275,6 +326,8 @@ def subgraph_encodings(adj, S) -> np.ndarray:
 
 def khop_sets(adj, k: int = KHOP) -> list:
     """For each node, its balls of radius 0..k: ``[[ball_0, ..., ball_k] per node]``."""
+    adj = _check_adj(adj)
+    k = check_int("k", k, 0)
     n = len(adj)
     reach = np.eye(n, dtype=bool)
     balls = [reach.copy()]
@@ -287,6 +340,8 @@ def khop_sets(adj, k: int = KHOP) -> list:
 def bfs_sets(children, n: int, depth: int = HIER_DEPTH) -> list:
     """For each node, itself and its first ``depth`` ancestor clusters, bottom-up (the
     HAC-BFS hierarchical subgraph tokens)."""
+    n = _check_children(children, n)
+    depth = check_int("depth", depth, 1)
     anc, leaves = ancestors(children, n), leaves_of(children, n)
     return [[np.array([v])] + [leaves[c] for c in anc[v][:depth]] for v in range(n)]
 
@@ -315,7 +370,13 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
     sets and encodings computed on a rewired graph (labels stay those of the true
     graph)."""
     kind = check_choice("kind", kind, TOKENS)
-    adj, n = graph["adj"], len(graph["adj"])
+    if not isinstance(graph, dict) or any(k not in graph for k in ("adj", "s", "t")):
+        raise TypeError(
+            f"graph: expected the dict of make_graph (adj, s, t, y), got "
+            f"{type(graph).__name__}"
+        )
+    _check_rng(rng)
+    adj, n = _check_adj(graph["adj"]), len(graph["adj"])
     flags = np.zeros((n, 2))
     flags[graph["s"], 0] = 1
     flags[graph["t"], 1] = 1

@@ -56,8 +56,33 @@ class SLayerNorm(nn.Module):
         return x * self.g[:, None, None] + self.b[:, None, None]
 
 
+def _check_scan(a, b):
+    check_tensor("a", a, floating=True, finite=True, nonempty=True)
+    check_tensor("b", b, floating=True, finite=True, nonempty=True)
+    if a.ndim < 3:
+        raise ValueError(f"a: expected shape (M, B, T, ...), got {tuple(a.shape)}")
+    if b.shape != a.shape or b.dtype != a.dtype:
+        raise ValueError(
+            f"a, b: expected one shape and dtype, got a {tuple(a.shape)} {a.dtype} and "
+            f"b "
+            f"{tuple(b.shape)} {b.dtype}"
+        )
+
+
 def scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Reference recurrence h_t = a_t ⊙ h_{t-1} + b_t (h_0 = 0) over dim 2, a loop."""
+    _check_scan(a, b)
+    return _scan_sequential(a, b)
+
+
+def scan_parallel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The same recurrence by a Hillis–Steele scan: ⌈log₂ T⌉ steps of the associative
+    combine (a₁, b₁) ∘ (a₂, b₂) = (a₁a₂, a₂b₁ + b₂), no loop over time."""
+    _check_scan(a, b)
+    return _scan_parallel(a, b)
+
+
+def _scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     h, out = torch.zeros_like(b[:, :, 0]), []
     for t in range(b.shape[2]):
         h = a[:, :, t] * h + b[:, :, t]  # eq. (2)
@@ -65,9 +90,7 @@ def scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack(out, 2)
 
 
-def scan_parallel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The same recurrence by a Hillis–Steele scan: ⌈log₂ T⌉ steps of the associative
-    combine (a₁, b₁) ∘ (a₂, b₂) = (a₁a₂, a₂b₁ + b₂), no loop over time."""
+def _scan_parallel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     T, off = b.shape[2], 1
     while off < T:
         a_prev = F.pad(a[:, :, :-off], (0,) * (2 * (a.dim() - 3)) + (off, 0), value=1.0)
@@ -86,6 +109,8 @@ class SelectiveSSM(nn.Module):
 
     def __init__(self, m: int, d: int, state: int = 4, parallel: bool = True):
         super().__init__()
+        m, d = check_int("m", m, 1), check_int("d", d, 1)
+        state = check_int("state", state, 1)
         self.norm = SLayerNorm(m, d)
         self.inp = SLinear(m, d, 2 * d)
         self.dbc = SLinear(m, d, d + 2 * state)
@@ -103,7 +128,7 @@ class SelectiveSSM(nn.Module):
         A = -torch.exp(self.A_log)[:, None, None]  # (M, 1, 1, D, N)
         a = torch.exp(dt[..., None] * A)  # eq. (1): discretised A, (M, B, T, D, N)
         b = (dt * u)[..., None] * Bm[..., None, :]  # (M, B, T, D, N)
-        h = (scan_parallel if self.parallel else scan_sequential)(a, b)
+        h = (_scan_parallel if self.parallel else _scan_sequential)(a, b)
         y = (h * Cm[..., None, :]).sum(-1) + self.D[:, None, None] * u  # (M, B, T, D)
         return x + self.out(y * F.silu(z))
 

@@ -12,7 +12,15 @@ import math
 
 import torch
 
-from lib.common import check_generator, check_int, check_positive, check_tensor
+from lib.common import (
+    check_generator,
+    check_instance,
+    check_int,
+    check_numbers,
+    check_positive,
+    check_probability,
+    check_tensor,
+)
 from lib.common.edm import karras_sigmas, precondition
 
 SIGMA_DATA = 0.5  # EDM's σ_d
@@ -21,6 +29,23 @@ P_MEAN, P_STD = -1.2, 1.2  # EDM's log-normal σ distribution
 
 def edm_weight(sigma: torch.Tensor, sigma_data: float = SIGMA_DATA) -> torch.Tensor:
     """λ(σ) = (σ² + σ_d²) / (σ σ_d)², EDM's loss weight; shape of ``sigma``."""
+    _check_sigmas("sigma", sigma)
+    sigma_data = check_positive("sigma_data", sigma_data)
+    return _edm_weight(sigma, sigma_data)
+
+
+def _check_sigmas(name: str, sigma, positive: bool = True) -> torch.Tensor:
+    """A non-empty floating tensor of finite noise levels (> 0, or >= 0)."""
+    check_tensor(name, sigma, floating=True, finite=True, nonempty=True)
+    if bool((sigma <= 0).any() if positive else (sigma < 0).any()):
+        raise ValueError(
+            f"{name}: expected noise levels {'> 0' if positive else '>= 0'}, got "
+            f"min {float(sigma.min()):.3g}"
+        )
+    return sigma
+
+
+def _edm_weight(sigma: torch.Tensor, sigma_data: float = SIGMA_DATA) -> torch.Tensor:
     return (sigma**2 + sigma_data**2) / (sigma * sigma_data) ** 2  # eq. (2)
 
 
@@ -42,6 +67,10 @@ class EnsembleMLP(torch.nn.Module):
 
     def __init__(self, seeds, dim: int = 64, width: int = 256, depth: int = 3):
         super().__init__()
+        if not isinstance(seeds, (list, tuple)):
+            raise TypeError(
+                f"seeds: expected a list of ints >= 0, got {type(seeds).__name__}"
+            )
         seeds = [check_int("seeds", s, 0) for s in seeds]
         if not seeds:
             raise ValueError("seeds: expected at least one seed, got an empty list")
@@ -83,6 +112,12 @@ def sample_sigma(
     """σ ~ LogNormal(P_mean, P_std²), shape ``shape`` (CPU). With ``sigma_floor``
     (broadcastable), σ is drawn from the same law conditioned on σ ≥ floor (inverse
     CDF; a floor of 0 leaves the law unchanged)."""
+    if not isinstance(shape, (tuple, list, torch.Size)) or not shape:
+        raise TypeError(f"shape: expected a non-empty tuple of ints, got {shape!r}")
+    shape = tuple(check_numbers("shape", shape, lambda n, v: check_int(n, v, 1)))
+    check_generator("generator", generator)
+    if sigma_floor is not None:
+        _check_sigmas("sigma_floor", torch.as_tensor(sigma_floor), positive=False)
     u = torch.rand(shape, generator=generator, dtype=torch.float64)  # (shape)
     if sigma_floor is not None:
         fl = torch.as_tensor(sigma_floor, dtype=torch.float64).clamp_min(1e-30)
@@ -108,6 +143,25 @@ def ambient_loss(
     network sees x_σ = y + √(σ² − σ_n²) ε, its x₀-prediction D is turned into a
     prediction of y, ŷ = (σ² − σ_n²)/σ² D + σ_n²/σ² x_σ, scored against y.
     """
+    _check_loss_inputs(denoise, x, y, sigma, sigma_n, eps)
+    return _ambient_loss(denoise, x, y, sigma, sigma_n, eps)
+
+
+def _check_loss_inputs(denoise, x, y, sigma, sigma_n, eps):
+    if not callable(denoise):
+        raise TypeError(f"denoise: expected a callable, got {type(denoise).__name__}")
+    check_tensor("x", x, ndim=3, floating=True, finite=True, nonempty=True)
+    M, B, _ = x.shape
+    check_tensor("y", y, shape=tuple(x.shape), floating=True, finite=True)
+    check_tensor("eps", eps, shape=tuple(x.shape), floating=True, finite=True)
+    check_tensor("sigma", sigma, shape=(M, B), floating=True)
+    _check_sigmas("sigma", sigma)
+    check_tensor("sigma_n", sigma_n, shape=(M,), floating=True)
+    _check_sigmas("sigma_n", sigma_n, positive=False)
+
+
+def _ambient_loss(denoise, x, y, sigma, sigma_n, eps) -> torch.Tensor:
+    """:func:`ambient_loss` without the input checks (the training loop's)."""
     sn = sigma_n.view(-1, 1)  # (M, 1)
     hi = sigma >= sn  # (M, B)
     var_extra = (sigma**2 - sn**2).clamp_min(0)  # σ² − σ_n² where σ ≥ σ_n
@@ -117,7 +171,7 @@ def ambient_loss(
     d = denoise(x_sigma, sigma)  # (M, B, D), the x₀ prediction
     a = torch.where(hi, var_extra / sigma**2, torch.ones_like(sigma)).unsqueeze(-1)
     pred = a * d + (1 - a) * x_sigma  # eq. (4): ŷ; equals D below σ_n
-    return edm_weight(sigma) * (pred - base).pow(2).mean(-1)  # eq. (5)   (M, B)
+    return _edm_weight(sigma) * (pred - base).pow(2).mean(-1)  # eq. (5)   (M, B)
 
 
 def optimal_denoiser(
@@ -128,13 +182,22 @@ def optimal_denoiser(
 
     x (..., B, D); σ with x's leading shape (..., B); train (..., N, D) or (N, D).
     """
-    check_tensor("x", x, floating=True)
-    check_tensor("train", train, floating=True)
-    if x.shape[-1] != train.shape[-1]:
+    check_tensor("x", x, floating=True, finite=True, nonempty=True)
+    check_tensor("train", train, floating=True, finite=True, nonempty=True)
+    if x.ndim < 2:
+        raise ValueError(f"x: expected shape (..., B, D), got {tuple(x.shape)}")
+    if x.shape[-1] != train.shape[-1] or train.ndim not in (2, x.ndim):
         raise ValueError(
-            f"x, train: expected one dimension D, got x {tuple(x.shape)} and train "
-            f"{tuple(train.shape)}"
+            f"x, train: expected one dimension D and train (N, D) or (..., N, D), got "
+            f"x {tuple(x.shape)} and train {tuple(train.shape)}"
         )
+    check_tensor("sigma", sigma, floating=True)
+    if sigma.shape != x.shape[:-1]:
+        raise ValueError(
+            f"x, sigma: expected sigma of shape {tuple(x.shape[:-1])} (x's leading "
+            f"shape), got x {tuple(x.shape)} and sigma {tuple(sigma.shape)}"
+        )
+    _check_sigmas("sigma", sigma)
     d2 = torch.cdist(x, train.expand(*x.shape[:-2], *train.shape[-2:])).pow(2)
     logits = -d2 / (2 * sigma.unsqueeze(-1) ** 2)  # (..., B, N)
     return torch.softmax(logits, -1) @ train  # eq. (6)   (..., B, D)
@@ -150,11 +213,20 @@ def sampling_sigmas(
     """Karras σ's in decreasing order with a final 0: (steps + 1,), or (M, steps + 1)
     when ``sigma_min`` is a sequence (one schedule per model)."""
     steps = check_int("steps", steps, 2)
-    mins = (
-        [sigma_min]
-        if isinstance(sigma_min, (int, float))
-        else [float(s) for s in sigma_min]
-    )
+    sigma_max, rho = check_positive("sigma_max", sigma_max), check_positive("rho", rho)
+    if isinstance(sigma_min, (int, float)) and not isinstance(sigma_min, bool):
+        mins = [check_positive("sigma_min", sigma_min)]
+    elif isinstance(sigma_min, (list, tuple)):
+        mins = list(check_numbers("sigma_min", sigma_min, check_positive))
+    else:
+        raise TypeError(
+            f"sigma_min: expected a number > 0 or a list of them, got "
+            f"{type(sigma_min).__name__}"
+        )
+    if max(mins) >= sigma_max:
+        raise ValueError(
+            f"sigma_min: expected values < sigma_max = {sigma_max}, got {max(mins)}"
+        )
     rows = [
         torch.cat([karras_sigmas(steps, s, sigma_max, rho).flip(0), torch.zeros(1)])
         for s in mins
@@ -171,13 +243,21 @@ def heun_sample(denoise, x: torch.Tensor, sigmas: torch.Tensor) -> torch.Tensor:
     ``sigmas`` (M, n), one schedule per model, decreasing to a final 0 (Euler step).
     ``denoise(x, σ)`` gets σ with x's leading shape.
     """
-    check_tensor("x", x, floating=True)
+    if not callable(denoise):
+        raise TypeError(f"denoise: expected a callable, got {type(denoise).__name__}")
+    check_tensor("x", x, floating=True, finite=True, nonempty=True)
     check_tensor("sigmas", sigmas, floating=True)
+    if x.ndim not in (2, 3):
+        raise ValueError(f"x: expected shape (B, D) or (M, B, D), got {tuple(x.shape)}")
     if sigmas.ndim != x.ndim - 1 or sigmas.shape[:-1] != x.shape[:-2]:
         raise ValueError(
-            f"sigmas: expected shape {tuple(x.shape[:-2]) + ('n',)} for x of shape "
+            f"x, sigmas: expected sigmas of shape {tuple(x.shape[:-2]) + ('n',)} for x "
+            f"of shape "
             f"{tuple(x.shape)}, got {tuple(sigmas.shape)}"
         )
+    if sigmas.shape[-1] < 2:
+        raise ValueError(f"sigmas: expected >= 2 levels, got {tuple(sigmas.shape)}")
+    _check_sigmas("sigmas", sigmas, positive=False)
     lead = x.shape[:-1]
 
     def at(i):  # σ_i broadcast to x's leading shape
@@ -197,7 +277,13 @@ def heun_sample(denoise, x: torch.Tensor, sigmas: torch.Tensor) -> torch.Tensor:
 
 def check_sigma_n(sigma_n) -> torch.Tensor:
     """σ_n per model as a float tensor, ≥ 0."""
-    t = torch.as_tensor(sigma_n, dtype=torch.float32)
+    try:
+        t = torch.as_tensor(sigma_n, dtype=torch.float32)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(
+            f"sigma_n: expected a non-empty 1-d sequence of numbers >= 0, got "
+            f"{sigma_n!r}"
+        ) from None
     if t.ndim != 1 or t.numel() == 0 or not bool(((t >= 0) & t.isfinite()).all()):
         raise ValueError(
             f"sigma_n: expected a non-empty 1-d sequence of numbers >= 0, "
@@ -227,9 +313,9 @@ def train_ensemble(
     drawn conditioned on σ ≥ σ_n). Batches and noise are drawn on the CPU from
     ``generator``. Returns ``(ema_model, {step: ema state_dict})`` for ``checkpoints``.
     """
-    check_tensor("x", x, ndim=3, floating=True)
-    if y.shape != x.shape:
-        raise ValueError(f"y: expected shape {tuple(x.shape)}, got {tuple(y.shape)}")
+    check_instance("model", model, EnsembleMLP)
+    check_tensor("x", x, ndim=3, floating=True, finite=True, nonempty=True)
+    check_tensor("y", y, shape=tuple(x.shape), floating=True, finite=True)
     M, N, D = x.shape
     if model.M != M or model.dim != D:
         raise ValueError(
@@ -238,12 +324,24 @@ def train_ensemble(
     sn = check_sigma_n(sigma_n)
     if sn.numel() != M:
         raise ValueError(f"sigma_n: expected {M} values, got {sn.numel()}")
+    if not isinstance(clean_low, (list, tuple, torch.Tensor)) or any(
+        not isinstance(c, (bool, torch.Tensor)) for c in clean_low
+    ):
+        raise TypeError(f"clean_low: expected {M} bools, got {clean_low!r}")
     clean = torch.as_tensor(clean_low, dtype=torch.bool)
     if clean.shape != (M,):
         raise ValueError(f"clean_low: expected {M} bools, got {clean_low!r}")
     steps, batch = check_int("steps", steps, 1), check_int("batch", batch, 1)
     lr = check_positive("lr", lr)
-    check_generator("generator", generator)
+    ema = check_probability("ema", ema)
+    check_generator("generator", generator, allow_none=False)
+    if not isinstance(checkpoints, (list, tuple)):
+        raise TypeError(
+            f"checkpoints: expected a tuple of steps, got {type(checkpoints).__name__}"
+        )
+    check_numbers(
+        "checkpoints", checkpoints, lambda n, v: check_int(n, v, 1), allow_empty=True
+    )
     dev = x.device
     floor = torch.where(clean, torch.zeros(M), sn).view(M, 1)  # (M, 1)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -255,7 +353,7 @@ def train_ensemble(
         sigma = sample_sigma((M, batch), floor, generator).to(dev)  # (M, B)
         eps = torch.randn(M, batch, D, generator=generator).to(dev)
         xb, yb = x[rows, idx], y[rows, idx]  # (M, B, D)
-        loss = ambient_loss(model.denoise, xb, yb, sigma, sn_dev, eps).mean(1).sum()
+        loss = _ambient_loss(model.denoise, xb, yb, sigma, sn_dev, eps).mean(1).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

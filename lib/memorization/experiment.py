@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_int
+from lib.common import check_int, check_tensor
 from lib.common.claims import seed_list
 
 from .data import (
@@ -28,6 +28,7 @@ def variants(cfg) -> list:
     """The variants each seed trains: [(name, σ_n, clean_low)]: EDM, the method at
     each σ_n of ``cfg.sigma_ns`` and (``cfg.fully_ambient``) the fully ambient model at
     ``cfg.sigma_n``."""
+    _check_cfg(cfg)
     out = [("edm", 0.0, True)]
     out += [(f"ambient_{s:g}", float(s), True) for s in cfg.sigma_ns]
     if cfg.fully_ambient:
@@ -37,6 +38,7 @@ def variants(cfg) -> list:
 
 def checkpoints(cfg) -> tuple:
     """Steps at which every model is sampled (the early-stopping curve)."""
+    _check_cfg(cfg)
     return tuple(sorted({max(1, round(cfg.steps * f)) for f in cfg.stop_fractions}))
 
 
@@ -52,6 +54,7 @@ def _check_cfg(cfg):
 def prepare_seed(cfg, seed: int, n_train: int | None = None) -> dict:
     """Data split, feature net, training set, decoy set and the calibrated threshold of
     one seed."""
+    _check_cfg(cfg)
     n = cfg.n_train if n_train is None else check_int("n_train", n_train, 2)
     d = load_digits_split(seed, n_pool=cfg.n_pool, n_heldout=cfg.n_heldout)
     if 2 * n > cfg.n_pool:
@@ -82,6 +85,14 @@ def prepare_seed(cfg, seed: int, n_train: int | None = None) -> dict:
 def score(samples: torch.Tensor, prep: dict) -> dict:
     """Copy rate (features), copy rate against the decoy set (the control), pixel
     copy rate (d₁/d₂ < 1/3), mean nearest similarity and the Fréchet distance."""
+    check_tensor("samples", samples, shape=(None, 64), floating=True, finite=True)
+    if len(samples) < 2:
+        raise ValueError(f"samples: expected >= 2 rows, got {tuple(samples.shape)}")
+    keys = ("fnet", "f_train", "f_decoy", "f_held", "train", "thr", "thr_decoy")
+    if not isinstance(prep, dict) or any(k not in prep for k in keys):
+        raise TypeError(
+            f"prep: expected the dict of prepare_seed, got {type(prep).__name__}"
+        )
     samples = samples.cpu()
     f = prep["fnet"].features(samples)
     sim = nearest_similarity(f, prep["f_train"])
