@@ -4506,6 +4506,7 @@ def _cases_memorization():
                 generator=g(),
                 ema=0.9,
                 checkpoints=(1,),
+                fresh=[False],
             ),
             {"sigma_n": "seq_nonnegf", "ema": "prob", "checkpoints": "seq_count"},
             ("checkpoints:empty",),  # no checkpoint to keep is valid

@@ -306,8 +306,8 @@ def test_full_path_shrunk():
 
 def test_controls_separate_at_tiny_size():
     """A sample of exact training copies copies at rate 1 against its training set and
-    at the calibration rate against the decoy set; the early-stopping control is at most
-    1 by construction; σ_n → 0 gives the ratio 1."""
+    at the calibration rate against the decoy set; early stopping picks the best FD
+    within the copy budget."""
     cfg = dataclasses.replace(TINY, n_train=16, n_pool=40, clf_steps=200)
     prep = Mz.prepare_seed(cfg, 0)
     copies = prep["train"][torch.arange(200) % 16]
@@ -319,8 +319,34 @@ def test_controls_separate_at_tiny_size():
     from lib.memorization.claims import early_stop_fd
 
     edm = {10: {"copy": 0.0, "fd": 50.0}, 20: {"copy": 0.3, "fd": 60.0}}
-    assert early_stop_fd(edm, 0.3) / 60.0 <= 1.0  # the control cannot pass ≥ 1.05
+    assert early_stop_fd(edm, 0.3) == 50.0
     assert early_stop_fd(edm, 0.01) == 50.0
+    edm = {10: {"copy": 0.2, "fd": 70.0}, 20: {"copy": 0.3, "fd": 60.0}}
+    assert early_stop_fd(edm, 0.1) == 70.0  # none within budget: the earliest
+
+
+def test_fresh_copies_ignore_the_fixed_copy():
+    """The ablation (``fresh``) redraws y = x + σ_n η every step: the fixed copies it is
+    given do not matter, while they do for the method."""
+    g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    x = torch.randn(1, 8, 4, generator=g())
+    y1, y2 = x + 0.5 * torch.randn(1, 8, 4), x + 0.5 * torch.randn(1, 8, 4)
+
+    def train(y, fresh):
+        m = Mz.EnsembleMLP([0], dim=4, width=8, depth=1)
+        out, _ = Mz.train_ensemble(
+            m, x, y, [0.5], [True], steps=5, batch=4, lr=1e-2, generator=g(),
+            fresh=[fresh],
+        )  # fmt: skip
+        return torch.cat([p.flatten() for p in out.parameters()])
+
+    assert torch.equal(train(y1, True), train(y2, True))
+    assert not torch.allclose(train(y1, False), train(y2, False))
+    with pytest.raises(ValueError, match="^fresh: expected 1 bools"):
+        Mz.train_ensemble(
+            Mz.EnsembleMLP([0], dim=4, width=8, depth=1), x, y1, [0.5], [True],
+            steps=1, batch=2, lr=1e-2, generator=g(), fresh=[True, False],
+        )  # fmt: skip
 
 
 def test_cli_smoke_writes_smoke_file(tmp_path):

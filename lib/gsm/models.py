@@ -69,20 +69,13 @@ def _check_scan(a, b):
         )
 
 
-def scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Reference recurrence h_t = a_t ⊙ h_{t-1} + b_t (h_0 = 0) over dim 2, a loop."""
-    _check_scan(a, b)
-    return _scan_sequential(a, b)
-
-
-def scan_parallel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The same recurrence by a Hillis–Steele scan: ⌈log₂ T⌉ steps of the associative
-    combine (a₁, b₁) ∘ (a₂, b₂) = (a₁a₂, a₂b₁ + b₂), no loop over time."""
-    _check_scan(a, b)
-    return _scan_parallel(a, b)
-
-
-def _scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def scan_sequential(
+    a: torch.Tensor, b: torch.Tensor, check: bool = True
+) -> torch.Tensor:
+    """Reference recurrence h_t = a_t ⊙ h_{t-1} + b_t (h_0 = 0) over dim 2, a loop.
+    ``check=False`` (inside the model) skips the input checks."""
+    if check:
+        _check_scan(a, b)
     h, out = torch.zeros_like(b[:, :, 0]), []
     for t in range(b.shape[2]):
         h = a[:, :, t] * h + b[:, :, t]  # eq. (2)
@@ -90,7 +83,11 @@ def _scan_sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack(out, 2)
 
 
-def _scan_parallel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def scan_parallel(a: torch.Tensor, b: torch.Tensor, check: bool = True) -> torch.Tensor:
+    """The same recurrence by a Hillis–Steele scan: ⌈log₂ T⌉ steps of the associative
+    combine (a₁, b₁) ∘ (a₂, b₂) = (a₁a₂, a₂b₁ + b₂), no loop over time."""
+    if check:
+        _check_scan(a, b)
     T, off = b.shape[2], 1
     while off < T:
         a_prev = F.pad(a[:, :, :-off], (0,) * (2 * (a.dim() - 3)) + (off, 0), value=1.0)
@@ -128,7 +125,7 @@ class SelectiveSSM(nn.Module):
         A = -torch.exp(self.A_log)[:, None, None]  # (M, 1, 1, D, N)
         a = torch.exp(dt[..., None] * A)  # eq. (1): discretised A, (M, B, T, D, N)
         b = (dt * u)[..., None] * Bm[..., None, :]  # (M, B, T, D, N)
-        h = (_scan_parallel if self.parallel else _scan_sequential)(a, b)
+        h = (scan_parallel if self.parallel else scan_sequential)(a, b, check=False)
         y = (h * Cm[..., None, :]).sum(-1) + self.D[:, None, None] * u  # (M, B, T, D)
         return x + self.out(y * F.silu(z))
 

@@ -74,6 +74,7 @@ class Config:
     n_samples: int = 500
     quantile: float = 0.99
     fully_ambient: bool = False  # also train the no-clean-data variant (see .claims)
+    fresh_control: bool = True  # also train the method with a fresh copy every step
     clf_steps: int = 800
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
@@ -86,6 +87,7 @@ class Config:
         check_int("sample_steps", self.sample_steps, 2)
         check_int("clf_steps", self.clf_steps, 1)
         check_bool("fully_ambient", self.fully_ambient)
+        check_bool("fresh_control", self.fresh_control)
         check_positive("lr", self.lr)
         check_probability("ema", self.ema)
         check_probability("quantile", self.quantile)

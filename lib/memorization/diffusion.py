@@ -135,6 +135,7 @@ def ambient_loss(
     sigma: torch.Tensor,
     sigma_n: torch.Tensor,
     eps: torch.Tensor,
+    check: bool = True,
 ) -> torch.Tensor:
     """The paper's loss per sample, shape (M, B).
 
@@ -142,9 +143,20 @@ def ambient_loss(
     (M,) per model; ε (M, B, D) fresh noise. For σ < σ_n: EDM on x. For σ ≥ σ_n: the
     network sees x_σ = y + √(σ² − σ_n²) ε, its x₀-prediction D is turned into a
     prediction of y, ŷ = (σ² − σ_n²)/σ² D + σ_n²/σ² x_σ, scored against y.
+    ``check=False`` (the training loop) skips the input checks.
     """
-    _check_loss_inputs(denoise, x, y, sigma, sigma_n, eps)
-    return _ambient_loss(denoise, x, y, sigma, sigma_n, eps)
+    if check:
+        _check_loss_inputs(denoise, x, y, sigma, sigma_n, eps)
+    sn = sigma_n.view(-1, 1)  # (M, 1)
+    hi = sigma >= sn  # (M, B)
+    var_extra = (sigma**2 - sn**2).clamp_min(0)  # σ² − σ_n² where σ ≥ σ_n
+    base = torch.where(hi.unsqueeze(-1), y, x)  # (M, B, D): y above σ_n, x below
+    std = torch.where(hi, var_extra.sqrt(), sigma).unsqueeze(-1)  # (M, B, 1)
+    x_sigma = base + std * eps  # (M, B, D), a sample at total noise level σ
+    d = denoise(x_sigma, sigma)  # (M, B, D), the x₀ prediction
+    a = torch.where(hi, var_extra / sigma**2, torch.ones_like(sigma)).unsqueeze(-1)
+    pred = a * d + (1 - a) * x_sigma  # eq. (4): ŷ; equals D below σ_n
+    return _edm_weight(sigma) * (pred - base).pow(2).mean(-1)  # eq. (5)   (M, B)
 
 
 def _check_loss_inputs(denoise, x, y, sigma, sigma_n, eps):
@@ -158,20 +170,6 @@ def _check_loss_inputs(denoise, x, y, sigma, sigma_n, eps):
     _check_sigmas("sigma", sigma)
     check_tensor("sigma_n", sigma_n, shape=(M,), floating=True)
     _check_sigmas("sigma_n", sigma_n, positive=False)
-
-
-def _ambient_loss(denoise, x, y, sigma, sigma_n, eps) -> torch.Tensor:
-    """:func:`ambient_loss` without the input checks (the training loop's)."""
-    sn = sigma_n.view(-1, 1)  # (M, 1)
-    hi = sigma >= sn  # (M, B)
-    var_extra = (sigma**2 - sn**2).clamp_min(0)  # σ² − σ_n² where σ ≥ σ_n
-    base = torch.where(hi.unsqueeze(-1), y, x)  # (M, B, D): y above σ_n, x below
-    std = torch.where(hi, var_extra.sqrt(), sigma).unsqueeze(-1)  # (M, B, 1)
-    x_sigma = base + std * eps  # (M, B, D), a sample at total noise level σ
-    d = denoise(x_sigma, sigma)  # (M, B, D), the x₀ prediction
-    a = torch.where(hi, var_extra / sigma**2, torch.ones_like(sigma)).unsqueeze(-1)
-    pred = a * d + (1 - a) * x_sigma  # eq. (4): ŷ; equals D below σ_n
-    return _edm_weight(sigma) * (pred - base).pow(2).mean(-1)  # eq. (5)   (M, B)
 
 
 def optimal_denoiser(
@@ -305,12 +303,15 @@ def train_ensemble(
     generator: torch.Generator,
     ema: float = 0.999,
     checkpoints=(),
+    fresh=None,
 ):
     """Adam on the sum over models of each model's mean :func:`ambient_loss`.
 
     x, y (M, N, D): clean images and their fixed noisy copies; ``sigma_n`` (M,);
     ``clean_low`` (M,) bools: False for a model that never sees clean data (its σ is
-    drawn conditioned on σ ≥ σ_n). Batches and noise are drawn on the CPU from
+    drawn conditioned on σ ≥ σ_n). ``fresh`` (M,) bools, default all False: True for
+    a model whose noisy copies are redrawn at every step, y = x + σ_n η_fresh (the
+    ablation of the fixed copy). Batches and noise are drawn on the CPU from
     ``generator``. Returns ``(ema_model, {step: ema state_dict})`` for ``checkpoints``.
     """
     check_instance("model", model, EnsembleMLP)
@@ -331,6 +332,14 @@ def train_ensemble(
     clean = torch.as_tensor(clean_low, dtype=torch.bool)
     if clean.shape != (M,):
         raise ValueError(f"clean_low: expected {M} bools, got {clean_low!r}")
+    fresh = [False] * M if fresh is None else fresh
+    if not isinstance(fresh, (list, tuple)) or any(
+        not isinstance(f, bool) for f in fresh
+    ):
+        raise TypeError(f"fresh: expected {M} bools, got {fresh!r}")
+    if len(fresh) != M:
+        raise ValueError(f"fresh: expected {M} bools, got {len(fresh)}")
+    fresh_t = torch.tensor(fresh).view(M, 1, 1).to(x.device)
     steps, batch = check_int("steps", steps, 1), check_int("batch", batch, 1)
     lr = check_positive("lr", lr)
     ema = check_probability("ema", ema)
@@ -353,7 +362,11 @@ def train_ensemble(
         sigma = sample_sigma((M, batch), floor, generator).to(dev)  # (M, B)
         eps = torch.randn(M, batch, D, generator=generator).to(dev)
         xb, yb = x[rows, idx], y[rows, idx]  # (M, B, D)
-        loss = _ambient_loss(model.denoise, xb, yb, sigma, sn_dev, eps).mean(1).sum()
+        if any(fresh):  # a new noisy copy y = x + σ_n η for the ablation models
+            eta = torch.randn(M, batch, D, generator=generator).to(dev)
+            yb = torch.where(fresh_t, xb + sn_dev.view(M, 1, 1) * eta, yb)
+        loss = ambient_loss(model.denoise, xb, yb, sigma, sn_dev, eps, check=False)
+        loss = loss.mean(1).sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

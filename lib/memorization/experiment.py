@@ -25,14 +25,18 @@ from .diffusion import EnsembleMLP, heun_sample, sampling_sigmas, train_ensemble
 
 
 def variants(cfg) -> list:
-    """The variants each seed trains: [(name, σ_n, clean_low)]: EDM, the method at
-    each σ_n of ``cfg.sigma_ns`` and (``cfg.fully_ambient``) the fully ambient model at
-    ``cfg.sigma_n``."""
+    """The variants each seed trains: [(name, σ_n, clean_low, fresh)]: EDM, the method
+    at each σ_n of ``cfg.sigma_ns``, (``cfg.fresh_control``) the method at
+    ``cfg.sigma_n`` with a fresh noisy copy at every step instead of one fixed copy
+    per image (the ablation of the fixed copy), and (``cfg.fully_ambient``) the fully
+    ambient model at ``cfg.sigma_n``."""
     _check_cfg(cfg)
-    out = [("edm", 0.0, True)]
-    out += [(f"ambient_{s:g}", float(s), True) for s in cfg.sigma_ns]
+    out = [("edm", 0.0, True, False)]
+    out += [(f"ambient_{s:g}", float(s), True, False) for s in cfg.sigma_ns]
+    if cfg.fresh_control:
+        out.append((f"fresh_{cfg.sigma_n:g}", cfg.sigma_n, True, True))
     if cfg.fully_ambient:
-        out.append(("fully_ambient", cfg.sigma_n, False))
+        out.append(("fully_ambient", cfg.sigma_n, False, False))
     return out
 
 
@@ -120,22 +124,23 @@ def run_seeds(
     seeds = seed_list(seeds)
     var, cps = variants(cfg), checkpoints(cfg)
     preps = {s: prepare_seed(cfg, s, n_train) for s in seeds}
-    xs, ys, sn, clean, init = [], [], [], [], []
+    xs, ys, sn, clean, fresh, init = [], [], [], [], [], []
     for s in seeds:
         g = torch.Generator().manual_seed(30_000 + s)
         eta = torch.randn(preps[s]["train"].shape, generator=g)  # one fixed copy each
-        for j, (_, sig, cl) in enumerate(var):
+        for j, (_, sig, cl, fr) in enumerate(var):
             xs.append(preps[s]["train"])
             ys.append(preps[s]["train"] + sig * eta)  # y = x + σ_n η, eq. (3)
             sn.append(sig)
             clean.append(cl)
+            fresh.append(fr)
             init.append(100 * s + j)
     x, y = torch.stack(xs).to(device), torch.stack(ys).to(device)  # (M, N, 64)
     model = EnsembleMLP(init, width=cfg.width, depth=cfg.depth).to(device)
     g = torch.Generator().manual_seed(40_000 + seeds[0])
     _, saved = train_ensemble(
         model, x, y, sn, clean, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-        generator=g, ema=cfg.ema, checkpoints=cps,
+        generator=g, ema=cfg.ema, checkpoints=cps, fresh=fresh,
     )  # fmt: skip
     stop = [0.002 if cl else max(sig, 0.002) for sig, cl in zip(sn, clean)]
     sig = sampling_sigmas(cfg.sample_steps, stop, device=device)  # (M, steps + 1)
