@@ -9,6 +9,10 @@ SLUG    ?=
 CHAPTERS = $(if $(SLUG),book/$(SLUG).ipynb,$(filter-out book/_%,$(wildcard book/*.ipynb)))
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
                --nbval-cell-timeout=600 -p no:cacheprovider --durations=0
+# JOBS: pytest-xdist workers for `make unit` and `make nbval` (one test file or notebook per worker;
+# default: one per CPU). Chapter runtimes for the status page come from `make nbval JOBS=1`.
+JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
+XDIST    = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadfile,-p no:xdist)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
@@ -54,10 +58,10 @@ test: setup chromium unit nbval book html pdf
 
 unit: setup
 	$(BIN)/python -m pytest tests --ignore=tests/test_html.py --ignore=tests/test_pdf.py \
-	  -p no:cacheprovider -q
+	  -p no:cacheprovider -q $(XDIST)
 
 nbval: setup
-	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(BIN)/python -m pytest $(NBVAL_FLAGS) $(CHAPTERS)
+	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(BIN)/python -m pytest $(NBVAL_FLAGS) $(XDIST) $(CHAPTERS)
 
 ## make status: the status page, the README's chapter table and the claims ledger page, from the last
 ## nbval run's runtimes (_build/nbval_status.json, merged into book/_data/nbval_status.json)

@@ -1,11 +1,15 @@
 """Root pytest plugin for chapters run under nbval.
 
 - With BOOK_NBVAL_STATUS=1 (``make nbval``) it records each notebook's wall time and outcome in
-  _build/nbval_status.json (untracked); ``make status`` copies them to the status page.
+  _build/nbval_status.json (untracked); ``make status`` copies them to the status page. Under
+  pytest-xdist (``make nbval JOBS=2``) each worker records its own notebooks (the file is updated
+  under a lock) and marks them with the number of workers: such runtimes share the CPU with another
+  notebook, so ``make status`` does not copy them (time chapters with ``JOBS=1``).
 - Progress bars are switched off (TQDM_DISABLE=1) for every kernel nbval starts, so a plain
   ``pytest --nbval book/`` without ``make`` compares the same outputs as ``make nbval``.
 """
 import datetime as _dt
+import fcntl
 import json
 import os
 import pathlib
@@ -18,6 +22,14 @@ _STATUS = pathlib.Path(__file__).parent / "_build" / "nbval_status.json"
 # kernels started by nbval inherit this process's environment
 os.environ.setdefault("TQDM_DISABLE", "1")
 _runs: dict = {}
+_controller = False  # the pytest-xdist controller (its workers run the cells)
+
+
+def pytest_configure(config):
+    global _controller
+    _controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(
+        config, "workerinput"
+    )
 
 
 def _notebook(nodeid: str):
@@ -38,13 +50,21 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_runtest_logreport(report):
     nb = _notebook(report.nodeid)
-    if nb and report.failed:
+    if nb and report.failed and not _controller:
         _runs.setdefault(nb, {"seconds": 0.0, "cells": 0, "failed": 0})["failed"] += 1
 
 
 def pytest_sessionfinish(session, exitstatus):
     if not _runs or os.environ.get("BOOK_NBVAL_STATUS", "0") in ("", "0"):
         return
+    _STATUS.parent.mkdir(parents=True, exist_ok=True)
+    jobs = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    with open(_STATUS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers finish at about the same time
+        _write_status(jobs)
+
+
+def _write_status(jobs: int):
     data = json.loads(_STATUS.read_text()) if _STATUS.exists() else {}
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     for nb, run in _runs.items():
@@ -56,5 +76,6 @@ def pytest_sessionfinish(session, exitstatus):
             "date": now,
             "machine": f"{os.cpu_count()}-core {platform.machine()} CPU",
         }
-    _STATUS.parent.mkdir(parents=True, exist_ok=True)
+        if jobs > 1:
+            data[slug]["jobs"] = jobs
     _STATUS.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
