@@ -121,8 +121,9 @@ def readme_table():
 
 def merge_last_run():
     """Copy the runtimes of the last nbval run (_build/nbval_status.json) into
-    book/_data/. Runs made with several pytest-xdist workers (``"jobs" > 1``) shared the
-    CPU with another notebook: their times are not a chapter's runtime and are skipped."""
+    book/_data/. Runs made with several pytest-xdist workers (``"jobs" > 1``) shared
+    the CPU with another notebook: their times are not a chapter's runtime and are
+    skipped."""
     last = load(ROOT / "_build/nbval_status.json", {})
     last = {k: v for k, v in last.items() if v.get("jobs", 1) == 1}
     if last:

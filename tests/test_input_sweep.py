@@ -4608,7 +4608,10 @@ def _cases_gsm():
     Z = G.hac_linkage(G.affinity_distances(adj, rng()))
     children = G.hac_tree(Z)  # node -> list of children
     order = G.dfs_order(children, 8)
-    a = lambda: torch.rand(1, 2, 5, 3, generator=torch.Generator().manual_seed(0))  # noqa: E731
+
+    def a():
+        return torch.rand(1, 2, 5, 3, generator=torch.Generator().manual_seed(0))
+
     members = (("degree", "node", 0),)
     grp = G.train_group("transformer", members, TINY)
     sets = [G.make_dataset("degree", "node", TINY, 0, 4)]
