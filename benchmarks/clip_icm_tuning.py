@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lib.clip_icm import SMOKE, TUNING_SEEDS, DOMAINS, fold_data, prepare_seed  # noqa: E402
-from lib.clip_icm import invariant_basis, probe_scores  # noqa: E402
+from lib.clip_icm import DOMAINS, SMOKE, TUNING_SEEDS  # noqa: E402
+from lib.clip_icm import fold_data, invariant_basis, prepare_seed  # noqa: E402
+from lib.clip_icm import probe_scores  # noqa: E402
 
 CS = tuple(float(c) for c in np.logspace(-2, 2, 20).round(4))
 LAMS = (1.0, 3.0, 10.0, 30.0, 100.0)
@@ -35,26 +36,45 @@ def main():
             folds.append(fold_data(prep, t, SMOKE.n_pairs))
     for c in CS:
         raw[c] = [probe_scores(f, None, c) for f in folds]
-        fa = [dict(f, z=torch.cat([f["z"], f["z_aug"]]), y=torch.cat([f["y"], f["y"]])) for f in folds]
+        fa = [
+            dict(f, z=torch.cat([f["z"], f["z_aug"]]), y=torch.cat([f["y"], f["y"]]))
+            for f in folds
+        ]
         aug[c] = [probe_scores(f, None, c) for f in fa]
     mean = lambda rs, key="ood": float(np.mean([r[key] for r in rs]))  # noqa: E731
     c_raw = max(CS, key=lambda c: mean(raw[c]))
     c_aug = max(CS, key=lambda c: mean(aug[c]))
     for lam, k in itertools.product(LAMS, KS):
-        icm[lam, k] = [probe_scores(f, invariant_basis(f["z"], f["delta"], lam, k), c_raw) for f in folds]
+        icm[lam, k] = [
+            probe_scores(f, invariant_basis(f["z"], f["delta"], lam, k), c_raw)
+            for f in folds
+        ]
     best = max(icm, key=lambda q: mean(icm[q]))
     print("C grid:", CS)
     print("raw probe   C  mean OOD  mean ID  per fold OOD")
     for c in CS:
-        print(f"  {c:8.4f}  {mean(raw[c]):.3f}  {mean(raw[c], 'id'):.3f}", [round(r["ood"], 3) for r in raw[c]])
+        print(
+            f"  {c:8.4f}  {mean(raw[c]):.3f}  {mean(raw[c], 'id'):.3f}",
+            [round(r["ood"], 3) for r in raw[c]],
+        )
     print("aug probe")
     for c in CS:
-        print(f"  {c:8.4f}  {mean(aug[c]):.3f}  {mean(aug[c], 'id'):.3f}", [round(r["ood"], 3) for r in aug[c]])
+        print(
+            f"  {c:8.4f}  {mean(aug[c]):.3f}  {mean(aug[c], 'id'):.3f}",
+            [round(r["ood"], 3) for r in aug[c]],
+        )
     print(f"ICM at C = {c_raw}")
     for q in icm:
-        print(f"  lam {q[0]:6.1f} k {q[1]:2d}  {mean(icm[q]):.3f}  {mean(icm[q], 'id'):.3f}", [round(r["ood"], 3) for r in icm[q]])
-    print(f"chosen: C = {c_raw} (raw, mean OOD {mean(raw[c_raw]):.3f}); C_aug = {c_aug} ({mean(aug[c_aug]):.3f}); "
-          f"lam, k = {best} ({mean(icm[best]):.3f})")
+        print(
+            f"  lam {q[0]:6.1f} k {q[1]:2d}  {mean(icm[q]):.3f}  "
+            f"{mean(icm[q], 'id'):.3f}",
+            [round(r["ood"], 3) for r in icm[q]],
+        )
+    print(
+        f"chosen: C = {c_raw} (raw, mean OOD {mean(raw[c_raw]):.3f}); "
+        f"C_aug = {c_aug} ({mean(aug[c_aug]):.3f}); "
+        f"lam, k = {best} ({mean(icm[best]):.3f})"
+    )
 
 
 if __name__ == "__main__":

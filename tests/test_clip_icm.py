@@ -41,7 +41,9 @@ def projector(b):
 @pytest.mark.parametrize("D", [8, 32])
 def test_top_k_recovers_the_invariant_subspace(D):
     s = Ci.linear_scm(4000, 4, 4, D, 2000, g(1))
-    kept, leak = Ci.subspace_leak(Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4), s["A"], 4)
+    kept, leak = Ci.subspace_leak(
+        Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4), s["A"], 4
+    )
     assert leak < 1e-3 and kept > 0.3
     basis = Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4)
     assert torch.linalg.svdvals(basis.T @ s["A"][:, :4]).min() > 0.1  # z_inv kept whole
@@ -70,7 +72,10 @@ def test_lambda_zero_is_pca_and_lambda_trades_off():
     b0 = Ci.invariant_basis(s["z"], s["delta"], 0.0, 4)
     pcs = torch.linalg.eigh(s["z"].T @ s["z"])[1][:, -4:]
     assert torch.allclose(projector(b0), projector(pcs), atol=1e-8)
-    leaks = [Ci.subspace_leak(Ci.invariant_basis(s["z"], s["delta"], lam, 4), s["A"], 4)[1] for lam in (0, 1, 10, 100)]
+    leaks = [
+        Ci.subspace_leak(Ci.invariant_basis(s["z"], s["delta"], lam, 4), s["A"], 4)[1]
+        for lam in (0, 1, 10, 100)
+    ]
     assert all(a >= b for a, b in zip(leaks, leaks[1:]))
 
 
@@ -101,14 +106,20 @@ def test_icm_matrix_and_basis_match_naive():
 def test_clip_loss_matches_naive():
     img, txt = torch.randn(6, 5, generator=g()), torch.randn(6, 5, generator=g(1))
     s = torch.tensor(math.log(10.0))
-    assert math.isclose(float(Ci.clip_loss(img, txt, s)), clip_loss_naive(img, txt, s), rel_tol=1e-5)
+    assert math.isclose(
+        float(Ci.clip_loss(img, txt, s)), clip_loss_naive(img, txt, s), rel_tol=1e-5
+    )
 
 
 def test_render_matches_naive():
     digits = torch.rand(7, 14, 14, generator=g())
     col, mark = torch.arange(7), torch.tensor([0, 4, 5, 9, 2, 7, 3])
     jit = torch.linspace(-0.05, 0.05, 7)
-    assert torch.allclose(Ci.render(digits, col, mark, jit), render_naive(digits, col, mark, jit), atol=1e-6)
+    assert torch.allclose(
+        Ci.render(digits, col, mark, jit),
+        render_naive(digits, col, mark, jit),
+        atol=1e-6,
+    )
 
 
 def test_augment_matches_naive():
@@ -124,17 +135,27 @@ def test_probe_matches_naive_objective():
     y = (z[:, :3].argmax(1) + (torch.rand(300, generator=g(1)) < 0.2).long()) % 3
     w, b = Ci.fit_probe(z, y, 0.5)
     wn, bn = fit_probe_naive(z, y, 0.5, n_classes=3)
-    assert torch.allclose(w, wn, atol=1e-3) and torch.allclose(b - b.mean(), bn - bn.mean(), atol=1e-3)
+    assert torch.allclose(w, wn, atol=1e-3) and torch.allclose(
+        b - b.mean(), bn - bn.mean(), atol=1e-3
+    )
     assert Ci.accuracy(Ci.probe_predict(z, (w, b)), y) > 0.6
 
 
 def test_zero_shot_matches_naive_and_full_basis_is_raw():
     img, txt = torch.randn(50, 8, generator=g()), torch.randn(10, 8, generator=g(1))
     q = torch.linalg.qr(torch.randn(8, 8, generator=g(2)))[0]
-    assert torch.equal(Ci.zero_shot_logits(img, txt).argmax(1), zero_shot_naive(img, txt))
-    assert torch.equal(Ci.zero_shot_logits(img, txt, q[:, :3]).argmax(1), zero_shot_naive(img, txt, q[:, :3]))
+    assert torch.equal(
+        Ci.zero_shot_logits(img, txt).argmax(1), zero_shot_naive(img, txt)
+    )
+    assert torch.equal(
+        Ci.zero_shot_logits(img, txt, q[:, :3]).argmax(1),
+        zero_shot_naive(img, txt, q[:, :3]),
+    )
     # an orthogonal basis of the whole space ranks classes as raw CLIP does
-    assert torch.equal(Ci.zero_shot_logits(img, txt, q).argmax(1), Ci.zero_shot_logits(img, txt).argmax(1))
+    assert torch.equal(
+        Ci.zero_shot_logits(img, txt, q).argmax(1),
+        Ci.zero_shot_logits(img, txt).argmax(1),
+    )
 
 
 # --- data invariants ----------------------------------------------------------------
@@ -151,38 +172,102 @@ def test_domains_follow_their_links():
 
 
 def test_colour_interventions_keep_shape_and_marker():
-    digits = torch.rand(30, 14, 14, generator=g()) * (torch.rand(30, 14, 14, generator=g(1)) > 0.6)
-    x = Ci.render(digits, torch.randint(10, (30,), generator=g(2)), torch.randint(10, (30,), generator=g(3)))
+    digits = torch.rand(30, 14, 14, generator=g()) * (
+        torch.rand(30, 14, 14, generator=g(1)) > 0.6
+    )
+    x = Ci.render(
+        digits,
+        torch.randint(10, (30,), generator=g(2)),
+        torch.randint(10, (30,), generator=g(3)),
+    )
     xt, _ = Ci.augment(x, g(4), ("hue", "channels"))
     assert torch.equal(x.amax(1) > 0, xt.amax(1) > 0)  # same support: shape, marker
     assert torch.allclose(x[:, :, [0, 1, 16, 17]], xt[:, :, [0, 1, 16, 17]], atol=1e-5)
 
 
 def test_captions_and_prompts():
-    y, c, m = torch.arange(10), torch.arange(10).flip(0), torch.zeros(10, dtype=torch.long)
+    y, c, m = (
+        torch.arange(10),
+        torch.arange(10).flip(0),
+        torch.zeros(10, dtype=torch.long),
+    )
     tok = Ci.captions(y, c, m, 1.0, g())
     assert Ci.caption_text(tok[3]) == "a cyan three, mark 0"
-    assert torch.equal(Ci.captions(y, c, m, 0.0, g())[:, 1:], torch.zeros(10, 2, dtype=torch.long))
+    assert torch.equal(
+        Ci.captions(y, c, m, 0.0, g())[:, 1:], torch.zeros(10, 2, dtype=torch.long)
+    )
     assert Ci.caption_text(Ci.class_prompts()[7]) == "a seven"
 
 
-# --- bad inputs ------------------------------------------------------------------------
+# --- bad inputs ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "call, exc, word",
     [
-        (lambda: Ci.icm_matrix(torch.randn(5, 3), torch.randn(5, 4), 1.0), ValueError, "delta"),
-        (lambda: Ci.icm_matrix(torch.randn(5, 3), torch.randn(5, 3), -1.0), ValueError, "lam"),
-        (lambda: Ci.invariant_basis(torch.randn(5, 3), torch.randn(5, 3), 1.0, 4), ValueError, "k"),
-        (lambda: Ci.invariant_basis(torch.randn(5, 3), torch.randn(5, 3), 1.0, 2, "first"), ValueError, "order"),
-        (lambda: Ci.fit_probe(torch.randn(5, 3), torch.zeros(4, dtype=torch.long), 1.0), ValueError, "y"),
-        (lambda: Ci.fit_probe(torch.randn(5, 3), torch.zeros(5, dtype=torch.long), 0.0), ValueError, "C"),
-        (lambda: Ci.zero_shot_logits(torch.randn(5, 3), torch.randn(2, 4)), ValueError, "txt"),
-        (lambda: Ci.augment(torch.rand(2, 3, 18, 14), g(), ("sepia",)), ValueError, "kinds"),
+        (
+            lambda: Ci.icm_matrix(torch.randn(5, 3), torch.randn(5, 4), 1.0),
+            ValueError,
+            "delta",
+        ),
+        (
+            lambda: Ci.icm_matrix(torch.randn(5, 3), torch.randn(5, 3), -1.0),
+            ValueError,
+            "lam",
+        ),
+        (
+            lambda: Ci.invariant_basis(torch.randn(5, 3), torch.randn(5, 3), 1.0, 4),
+            ValueError,
+            "k",
+        ),
+        (
+            lambda: Ci.invariant_basis(
+                torch.randn(5, 3), torch.randn(5, 3), 1.0, 2, "first"
+            ),
+            ValueError,
+            "order",
+        ),
+        (
+            lambda: Ci.fit_probe(
+                torch.randn(5, 3), torch.zeros(4, dtype=torch.long), 1.0
+            ),
+            ValueError,
+            "y",
+        ),
+        (
+            lambda: Ci.fit_probe(
+                torch.randn(5, 3), torch.zeros(5, dtype=torch.long), 0.0
+            ),
+            ValueError,
+            "C",
+        ),
+        (
+            lambda: Ci.zero_shot_logits(torch.randn(5, 3), torch.randn(2, 4)),
+            ValueError,
+            "txt",
+        ),
+        (
+            lambda: Ci.augment(torch.rand(2, 3, 18, 14), g(), ("sepia",)),
+            ValueError,
+            "kinds",
+        ),
         (lambda: Ci.augment(torch.rand(2, 3, 28, 28), g()), ValueError, "x"),
-        (lambda: Ci.render(torch.rand(2, 14, 14), torch.zeros(3, dtype=torch.long), torch.zeros(2, dtype=torch.long)), ValueError, "colour"),
-        (lambda: Ci.captions(torch.arange(2), torch.arange(2), torch.arange(2), 1.5, g()), ValueError, "p_style"),
+        (
+            lambda: Ci.render(
+                torch.rand(2, 14, 14),
+                torch.zeros(3, dtype=torch.long),
+                torch.zeros(2, dtype=torch.long),
+            ),
+            ValueError,
+            "colour",
+        ),
+        (
+            lambda: Ci.captions(
+                torch.arange(2), torch.arange(2), torch.arange(2), 1.5, g()
+            ),
+            ValueError,
+            "p_style",
+        ),
         (lambda: Ci.linear_scm(10, 4, 4, 6, 5, g()), ValueError, "D"),
         (lambda: Ci.Config(k=100), ValueError, "k"),
         (lambda: Ci.Config(kinds=("sepia",)), ValueError, "kinds"),
@@ -218,7 +303,9 @@ def test_full_path_shrunk():
 
 def test_smoke_cli_writes_smoke_file(smoke_cli):
     out = smoke_cli("clip_icm", dataclasses.replace(TINY, claim_seeds=(0,)))
-    assert "claims" in out["results"] if "results" in out else "claims" in out
+    assert set(out["results"]["claims"]) == {
+        c.id for c in Ci.CLAIMS if c.rule is not None
+    }
 
 
 def test_fold_data_and_sweep_shapes():
@@ -239,21 +326,36 @@ def _fake_runs(icm_gain_c, icm_gain_d):
 
     def fold(gain):
         return {
-            "raw": arm(0.95, 0.75), "icm": arm(0.94, 0.75 + gain), "bottom": arm(0.5, 0.3),
+            "raw": arm(0.95, 0.75), "icm": arm(0.94, 0.75 + gain),
+            "bottom": arm(0.5, 0.3),
             "pca": arm(0.93, 0.76), "aug": arm(0.95, 0.8), "icm_all": arm(0.5, 0.4),
             "seen": arm(0.95, 0.93),
         }  # fmt: skip
 
-    return {s: {"A": fold(0.0), "B": fold(0.0), "C": fold(icm_gain_c), "D": fold(icm_gain_d)} for s in (0, 1, 2)}
+    return {
+        s: {
+            "A": fold(0.0),
+            "B": fold(0.0),
+            "C": fold(icm_gain_c),
+            "D": fold(icm_gain_d),
+        }
+        for s in (0, 1, 2)
+    }
 
 
 def test_claims_controls_separate_on_constructed_runs():
     good = Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.15, 0.0)))
     v = {r.claim.id: r for r in good}
-    assert v["icm-closes-gap"].verdict == "reproduced" and not v["icm-closes-gap"].control_holds
+    assert (
+        v["icm-closes-gap"].verdict == "reproduced"
+        and not v["icm-closes-gap"].control_holds
+    )
     assert v["no-gain-uncovered"].verdict == "reproduced"
     assert v["bottom-k-fails"].verdict == "reproduced"
-    bad = {r.claim.id: r for r in Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.0, 0.15)))}
+    bad = {
+        r.claim.id: r
+        for r in Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.0, 0.15)))
+    }
     assert bad["icm-closes-gap"].verdict == "not reproduced"
     assert bad["no-gain-uncovered"].verdict == "not reproduced"
 
@@ -266,8 +368,19 @@ def test_cpu_and_cuda_agree():
     b = Ci.invariant_basis(z.cuda(), d.cuda(), 10.0, 8).cpu()
     assert torch.allclose(projector(a), projector(b), atol=1e-8)
     x = torch.rand(64, 3, Cd.H, Cd.W, generator=g())
-    assert torch.allclose(Ci.augment(x, g(3))[0], Ci.augment(x.cuda(), g(3))[0].cpu(), atol=1e-5)
+    assert torch.allclose(
+        Ci.augment(x, g(3))[0], Ci.augment(x.cuda(), g(3))[0].cpu(), atol=1e-5
+    )
     model = Ci.SmallCLIP(16, 32)
     e_cpu = Ci.embed_images(model, x)
     e_gpu = Ci.embed_images(model.cuda(), x.cuda()).cpu()
     assert torch.allclose(e_cpu, e_gpu, atol=1e-4)
+
+
+def test_exercise_self_checks():
+    from lib.clip_icm import exercises as X
+
+    assert X.ex1(4).ok and not X.ex1(3).ok
+    assert X.ex2(1.0).ok and not X.ex2(0.0).ok
+    assert X.ex3("principal").ok and not X.ex3("invariant").ok
+    assert X.ex4("no").ok and not X.ex4("yes").ok

@@ -12,8 +12,9 @@ out-of-distribution gap at a small in-distribution cost.
 
 Key equation (Z: n image embeddings; Δ = f_I(x) − f_I(x̃) for m intervention pairs):
 
-    M = ZᵀZ/n − λ ΔᵀΔ/m,   A_inv = the k eigenvectors of M with the largest eigenvalues,
-    zero-shot: argmax_c ⟨f_I(x) A_inv, f̂_T(t_c) A_inv⟩;  probe: logistic on f_I(x) A_inv.
+    M = ZᵀZ/n − λ ΔᵀΔ/m,   A_inv = the k eigenvectors of M with the largest
+    eigenvalues; zero-shot: argmax_c ⟨f_I(x) A_inv, f̂_T(t_c) A_inv⟩; probe: logistic
+    regression on f_I(x) A_inv.
 
 Modules: :mod:`.data` (styled MNIST domains, captions, interventions), :mod:`.model`
 (a small CLIP and its contrastive training), :mod:`.icm` (the estimator, zero-shot,
@@ -102,10 +103,13 @@ class Config:
         check_nonnegative("hue_jitter", self.hue_jitter)
         check_probability("p_style", self.p_style)
         if not 0 < self.holdout < 1:
-            raise ValueError(f"holdout: expected a number in (0, 1), got {self.holdout}")
+            raise ValueError(
+                f"holdout: expected a number in (0, 1), got {self.holdout}"
+            )
         if not self.kinds or any(k not in AUGMENTATIONS for k in self.kinds):
             raise ValueError(
-                f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got {self.kinds!r}"
+                f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got "
+                f"{self.kinds!r}"
             )
         if self.k > self.dim:
             raise ValueError(f"k: expected at most dim = {self.dim}, got {self.k}")

@@ -148,7 +148,12 @@ def measure_from_runs(runs: dict) -> dict:
     for s, r in runs.items():
         s = int(s)
         C, D, A = r["C"], r["D"], r["A"]
-        put("probe-gap", s, C["seen"]["ood"] - C["raw"]["ood"], A["seen"]["ood"] - A["raw"]["ood"])
+        put(
+            "probe-gap",
+            s,
+            C["seen"]["ood"] - C["raw"]["ood"],
+            A["seen"]["ood"] - A["raw"]["ood"],
+        )
         gap = max(C["raw"]["id"] - C["raw"]["ood"], 1e-3)
         put(
             "icm-closes-gap", s,
@@ -170,7 +175,8 @@ def measure_from_runs(runs: dict) -> dict:
         )  # fmt: skip
         put(
             "zero-shot-gain", s,
-            C["icm"]["zs_ood"] - C["raw"]["zs_ood"], C["pca"]["zs_ood"] - C["raw"]["zs_ood"],
+            C["icm"]["zs_ood"] - C["raw"]["zs_ood"],
+            C["pca"]["zs_ood"] - C["raw"]["zs_ood"],
         )  # fmt: skip
         put(
             "domainbed-mean", s,

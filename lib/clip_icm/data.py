@@ -33,7 +33,18 @@ from lib.common.data import load_mnist
 N_CLASSES = 10
 H, W = 18, 14  # canvas: 2 marker rows, 14 digit rows, 2 marker rows
 DIM = 3 * H * W
-DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+DIGITS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+)
 COLOURS = (
     "red", "orange", "yellow", "lime", "green", "teal", "cyan", "blue", "purple", "pink"
 )  # fmt: skip
@@ -231,7 +242,9 @@ def augment(
     check_tensor("x", x, shape=(None, 3, H, W), floating=True)
     check_generator("generator", generator, allow_none=False)
     if not kinds or any(k not in AUGMENTATIONS for k in kinds):
-        raise ValueError(f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got {kinds!r}")
+        raise ValueError(
+            f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got {kinds!r}"
+        )
     n = x.shape[0]
     pick = torch.randint(len(kinds), (n,), generator=generator)
     kind = torch.tensor([AUGMENTATIONS.index(k) for k in kinds])[pick]  # (N,)
@@ -240,7 +253,9 @@ def augment(
     perm = torch.argsort(torch.rand(n, 3, generator=generator), 1)  # (N, 3)
     dev = x.device
     out = {
-        "hue": torch.einsum("nij,njhw->nihw", _hue_matrix(theta).to(dev), x).clamp(0, 1),
+        "hue": torch.einsum("nij,njhw->nihw", _hue_matrix(theta).to(dev), x).clamp(
+            0, 1
+        ),
         "grayscale": x.mean(1, keepdim=True).expand_as(x),
         "blur": _blur(x, sigma.to(dev)),
         "invert": 1 - x,

@@ -56,7 +56,9 @@ def _split(d: dict, holdout: float, g: torch.Generator) -> tuple[dict, dict]:
     n = len(d["y"])
     p = torch.randperm(n, generator=g)
     n_out = int(holdout * n)
-    return {k: v[p[n_out:]] for k, v in d.items()}, {k: v[p[:n_out]] for k, v in d.items()}
+    return {k: v[p[n_out:]] for k, v in d.items()}, {
+        k: v[p[:n_out]] for k, v in d.items()
+    }
 
 
 def prepare_seed(cfg, seed: int, device="cpu") -> dict:
@@ -85,6 +87,7 @@ def prepare_seed(cfg, seed: int, device="cpu") -> dict:
             "z": emb(tr["x"]), "y": tr["y"], "z_aug": emb(x_cov),
             "z_aug_all": emb(x_all), "z_out": emb(te["x"]), "y_out": te["y"],
             "colour": tr["colour"], "marker": tr["marker"],
+            "colour_out": te["colour"], "marker_out": te["marker"],
         })  # fmt: skip
     return {
         "seed": seed,
@@ -100,14 +103,18 @@ def fold_data(prep: dict, test: int, n_pairs: int | None = None) -> dict:
     ``n_pairs`` intervention pairs of the sources (all of them when None)."""
     test = check_int("test", test, 0)
     if test >= len(prep["parts"]):
-        raise ValueError(f"test: expected a domain index < {len(prep['parts'])}, got {test}")
+        raise ValueError(
+            f"test: expected a domain index < {len(prep['parts'])}, got {test}"
+        )
     src = [p for i, p in enumerate(prep["parts"]) if i != test]
     cat = lambda key: torch.cat([p[key] for p in src])  # noqa: E731
     z, z_aug, z_all = cat("z"), cat("z_aug"), cat("z_aug_all")
     n = z.shape[0]
     m = n if n_pairs is None else check_int("n_pairs", n_pairs, 1)
     if m > n:
-        raise ValueError(f"n_pairs: expected at most {n} (the sources' images), got {m}")
+        raise ValueError(
+            f"n_pairs: expected at most {n} (the sources' images), got {m}"
+        )
     pick = prep["order"][prep["order"] < n][:m]  # a fixed subsample per seed
     t = prep["parts"][test]
     return {
@@ -115,7 +122,7 @@ def fold_data(prep: dict, test: int, n_pairs: int | None = None) -> dict:
         "delta": z[pick] - z_aug[pick],  # (m, D): Δ = f(x) − f(x̃)
         "delta_all": z[pick] - z_all[pick],
         "z_id": cat("z_out"), "y_id": cat("y_out"),
-        "z_ood": t["z_out"], "y_ood": t["y_out"],
+        "z_ood": t["z_out"], "y_ood": t["y_out"], "colour_ood": t["colour_out"],
         "z_tgt": t["z"], "y_tgt": t["y"], "text": prep["text"],
     }  # fmt: skip
 
@@ -174,12 +181,18 @@ def sweep(cfg, prep: dict, test: int, lams=(), ks=(), n_pairs=()) -> dict:
     out = {"lam": {}, "k": {}, "n_pairs": {}}
     f = fold_data(prep, test, cfg.n_pairs)
     for lam in lams:
-        out["lam"][lam] = probe_scores(f, invariant_basis(f["z"], f["delta"], lam, cfg.k), cfg.C)
+        out["lam"][lam] = probe_scores(
+            f, invariant_basis(f["z"], f["delta"], lam, cfg.k), cfg.C
+        )
     for k in ks:
-        out["k"][k] = probe_scores(f, invariant_basis(f["z"], f["delta"], cfg.lam, k), cfg.C)
+        out["k"][k] = probe_scores(
+            f, invariant_basis(f["z"], f["delta"], cfg.lam, k), cfg.C
+        )
     for m in n_pairs:
         fm = fold_data(prep, test, m)
-        out["n_pairs"][m] = probe_scores(fm, invariant_basis(fm["z"], fm["delta"], cfg.lam, cfg.k), cfg.C)
+        out["n_pairs"][m] = probe_scores(
+            fm, invariant_basis(fm["z"], fm["delta"], cfg.lam, cfg.k), cfg.C
+        )
     return out
 
 

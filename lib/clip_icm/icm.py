@@ -73,7 +73,10 @@ def fit_probe(
     b = torch.full((n_classes,), -torch.inf, dtype=torch.float64)
     coef, icpt = torch.as_tensor(m.coef_), torch.as_tensor(m.intercept_)
     if len(m.classes_) == 2:  # scikit-learn keeps one row: logits (0, coef·z + b)
-        coef, icpt = torch.cat([torch.zeros_like(coef), coef]), torch.cat([0 * icpt, icpt])
+        coef, icpt = (
+            torch.cat([torch.zeros_like(coef), coef]),
+            torch.cat([0 * icpt, icpt]),
+        )
     w[m.classes_] = coef  # classes absent from y never win
     b[m.classes_] = icpt
     return w.to(z), b.to(z)

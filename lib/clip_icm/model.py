@@ -86,7 +86,9 @@ def train_clip(
         i = torch.randint(n, (batch,), generator=g)
         tok = captions(y[i], colour[i], marker[i], p_style, g).to(dev)  # (B, 3)
         xi = x[i.to(x.device)].to(dev)
-        loss = clip_loss(model.encode_image(xi), model.encode_text(tok), model.logit_scale)
+        loss = clip_loss(
+            model.encode_image(xi), model.encode_text(tok), model.logit_scale
+        )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -98,7 +100,9 @@ def train_clip(
 def embed_images(model: SmallCLIP, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
     """f_I(x) for a stack of images, in chunks: (N, dim)."""
     dev = next(model.parameters()).device
-    return torch.cat([model.encode_image(x[i : i + chunk].to(dev)) for i in range(0, len(x), chunk)])
+    return torch.cat(
+        [model.encode_image(x[i : i + chunk].to(dev)) for i in range(0, len(x), chunk)]
+    )
 
 
 @torch.no_grad()

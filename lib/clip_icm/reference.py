@@ -49,7 +49,9 @@ def render_naive(digits, colour, marker, hue_jitter=None):
     """One image at a time."""
     out = torch.zeros(len(digits), 3, H, W)
     for i in range(len(digits)):
-        h = float(colour[i]) / 10 + (0.0 if hue_jitter is None else float(hue_jitter[i]))
+        h = float(colour[i]) / 10 + (
+            0.0 if hue_jitter is None else float(hue_jitter[i])
+        )
         rgb = hue_rgb(torch.tensor([h % 1]))[0]
         for c in range(3):
             out[i, c, 2:16] = digits[i] * rgb[c]
@@ -114,7 +116,9 @@ def fit_probe_naive(z, y, C, n_classes=10, max_iter=500):
     def closure():
         opt.zero_grad()
         logits = zd @ w[:, :-1].T + w[:, -1]
-        loss = C * F.cross_entropy(logits, y, reduction="sum") + (w[:, :-1] ** 2).sum() / 2
+        loss = (
+            C * F.cross_entropy(logits, y, reduction="sum") + (w[:, :-1] ** 2).sum() / 2
+        )
         (loss / len(y)).backward()
         return loss
 

@@ -39,7 +39,12 @@ def subspace_leak(basis: torch.Tensor, A: torch.Tensor, d_inv: int) -> tuple:
     check_tensor("A", A, shape=(basis.shape[0], None), floating=True)
     d_inv = check_int("d_inv", d_inv, 1)
     if d_inv >= A.shape[1]:
-        raise ValueError(f"d_inv: expected fewer than A's {A.shape[1]} columns, got {d_inv}")
+        raise ValueError(
+            f"d_inv: expected fewer than A's {A.shape[1]} columns, got {d_inv}"
+        )
     a = A.to(basis.dtype)
-    share = lambda m: float(torch.linalg.norm(basis.T @ m) / torch.linalg.norm(m))  # noqa: E731
-    return share(a[:, :d_inv]), share(a[:, d_inv:])
+    norm = torch.linalg.norm
+    inv, var = a[:, :d_inv], a[:, d_inv:]
+    return float(norm(basis.T @ inv) / norm(inv)), float(
+        norm(basis.T @ var) / norm(var)
+    )
