@@ -87,8 +87,8 @@ class Config:
     n_pairs: int = 2000  # intervention pairs from the source domains
     lam: float = 3.0  # λ (chosen on TUNING_SEEDS, see .claims)
     k: int = 16  # invariant dimensions kept (chosen on TUNING_SEEDS)
-    C: float = 0.3  # probe's inverse regularisation (chosen on TUNING_SEEDS)
-    C_aug: float = 0.3  # the augmentation-trained probe's (chosen alike)
+    C: float = 3.3598  # probe's inverse regularisation (chosen on TUNING_SEEDS)
+    C_aug: float = 3.3598  # the augmentation-trained probe's (chosen alike)
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
     def __post_init__(self):

@@ -10,7 +10,29 @@ where the marker–class link flips (a shift they do not cover); ``A`` leaves ou
 domain whose links agree with the sources'.
 
 How the settings were chosen (TUNING_SEEDS only; ``benchmarks/clip_icm_tuning.py``):
-TUNING_TEXT
+the raw probe's and the augmentation probe's C over the same 20 log-spaced values in
+[0.01, 100], and ICM's (λ, k) over λ ∈ {1, 3, 10, 30, 100} × k ∈ {4, 8, 16, 32} at the
+raw probe's C, each by its mean OOD probe accuracy over the four left-out domains and
+the two tuning seeds (DomainBed's test-domain selection, on tuning seeds only). Chosen:
+C = 3.36 for both probes (raw: mean OOD 0.865, ID 0.955; augmentation probe: 0.886),
+λ = 3 and k = 16 (mean OOD 0.893, ID 0.940; λ = 3, k = 32 tied at 0.893, and λ = 1,
+k = 16 gave 0.892). Large λ fails here: at λ = 100 the mean OOD accuracy falls to
+0.50–0.73, because the intervention differences of a small nonlinear CLIP are not
+confined to the colour directions. Per fold at the chosen settings (tuning seeds 0 and
+1; left out A, B, C, D): raw 0.952, 0.953, 0.807, 0.770 and 0.950, 0.930, 0.780,
+0.782; ICM 0.937, 0.953, 0.868, 0.823 and 0.947, 0.928, 0.853, 0.835; augmentation
+probe 0.952, 0.953, 0.847, 0.813 and 0.943, 0.932, 0.810, 0.837. ICM gained as much on
+the uncovered shift (D, +0.05) as on the covered one (C, +0.06 and +0.07) on the tuning
+seeds, and closed about 0.4 of fold C's gap, so those two claims were expected to fail.
+
+The world and the interventions were chosen before that grid, on tuning seed 0, by
+fold C's OOD accuracy: a CLIP trained on the source domains themselves with all seven
+augmentations (ICM never beat raw CLIP on fold C: 0.60–0.62 against 0.63 at λ ≤ 10);
+a separate pretraining pool whose styles followed the class 90 % or 50 % of the time
+(raw probe 0.26 and 0.69 on fold C, a weaker CLIP); a pool with styles independent of
+the class (raw 0.75, ICM up to 0.85); and hue jitter ±0.05 in the pool with the two
+colour interventions (raw 0.76, ICM 0.87), which was kept. The rules' thresholds were written after the tuning
+runs above and before any notebook or held-out seed was run.
 
 Recorded verdicts (``expect``) are those of the first run at these settings on the
 notebook and held-out seeds; the rules and settings were not changed after it.
@@ -41,6 +63,7 @@ CLAIMS = (
         rule=Rule.at_least(0.10),
         control="the same gap on fold A, whose style links agree with the sources'",
         fmt=".3f",
+        expect="partly reproduced",
     ),
     Claim(
         "icm-closes-gap",
@@ -52,6 +75,7 @@ CLAIMS = (
         rule=Rule.at_least(0.5),
         control="λ = 0 (the top-k principal directions, no interventions)",
         fmt=".2f",
+        expect="not reproduced",
     ),
     Claim(
         "small-id-cost",
@@ -62,6 +86,7 @@ CLAIMS = (
         rule=Rule.at_most(0.03),
         control="the official code's eigenvector order (bottom-k) in ICM's place",
         fmt=".3f",
+        expect="reproduced",
     ),
     Claim(
         "bottom-k-fails",
@@ -73,6 +98,7 @@ CLAIMS = (
         rule=Rule.at_most(-0.10),
         control="top-k (the paper's optimisation) in bottom-k's place",
         fmt=".3f",
+        expect="reproduced",
     ),
     Claim(
         "no-gain-uncovered",
@@ -84,6 +110,7 @@ CLAIMS = (
         rule=Rule.at_most(0.02),
         control="the same difference on fold C (a covered shift)",
         fmt=".3f",
+        expect="not reproduced",
     ),
     Claim(
         "zero-shot-gain",
@@ -94,6 +121,7 @@ CLAIMS = (
         rule=Rule.at_least(0.02),
         control="λ = 0 in ICM's place",
         fmt=".3f",
+        expect="not reproduced",
     ),
     Claim(
         "domainbed-mean",
@@ -104,6 +132,7 @@ CLAIMS = (
         rule=Rule.at_least(0.01),
         control="λ = 0 in ICM's place",
         fmt=".3f",
+        expect="partly reproduced",
     ),
     Claim(
         "beats-aug-probe",
@@ -114,6 +143,7 @@ CLAIMS = (
         rule=Rule.at_least(0.0),
         control="raw CLIP's probe in ICM's place",
         fmt=".3f",
+        expect="reproduced",
     ),
     Claim(
         "open-classes",
