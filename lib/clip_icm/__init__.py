@@ -129,9 +129,10 @@ class Config:
 
 #: the CPU run the book executes
 SMOKE = Config()
-#: a GPU run: a larger pretraining pool, a longer-trained, wider CLIP, more pairs
+#: a GPU run: a larger pretraining pool, a longer-trained, wider CLIP, more domain
+#: images and pairs (the probes run in scikit-learn on the CPU: most of its time)
 FULL = Config(
-    n_pretrain=20000, n_per_domain=7500, steps=4000, width=1024, n_pairs=10000,
+    n_pretrain=20000, n_per_domain=5000, steps=2000, width=512, n_pairs=8000,
 )  # fmt: skip
 
 __all__ = [

@@ -31,8 +31,8 @@ augmentations (ICM never beat raw CLIP on fold C: 0.60–0.62 against 0.63 at λ
 a separate pretraining pool whose styles followed the class 90 % or 50 % of the time
 (raw probe 0.26 and 0.69 on fold C, a weaker CLIP); a pool with styles independent of
 the class (raw 0.75, ICM up to 0.85); and hue jitter ±0.05 in the pool with the two
-colour interventions (raw 0.76, ICM 0.87), which was kept. The rules' thresholds were written after the tuning
-runs above and before any notebook or held-out seed was run.
+colour interventions (raw 0.76, ICM 0.87), which was kept. The rules' thresholds were
+written after the tuning runs above and before any notebook or held-out seed was run.
 
 Recorded verdicts (``expect``) are those of the first run at these settings on the
 notebook and held-out seeds; the rules and settings were not changed after it.

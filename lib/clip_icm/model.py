@@ -49,7 +49,9 @@ class SmallCLIP(nn.Module):
 def clip_loss(
     img: torch.Tensor, txt: torch.Tensor, logit_scale: torch.Tensor
 ) -> torch.Tensor:
-    """CLIP's symmetric InfoNCE on a batch of matched pairs (row i with row i)."""
+    """CLIP's symmetric InfoNCE on a batch of matched pairs (row i with row i). As in
+    CLIP, other rows with the same caption count as negatives (our captions repeat
+    often: ten classes, two optional style words)."""
     img, txt = F.normalize(img, dim=1), F.normalize(txt, dim=1)
     logits = logit_scale.exp().clamp(max=100) * img @ txt.T  # (B, B)
     target = torch.arange(img.shape[0], device=img.device)
