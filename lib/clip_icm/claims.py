@@ -57,7 +57,8 @@ CLAIMS = (
         "a probe on frozen CLIP features loses much accuracy on an unseen domain",
         paper="TerraIncognita: 47.8 % leaving the target domain out vs 78.9 % with it "
         "seen (a 31.1-point gap)",
-        where="§1, motivating example (Figure 1)",
+        where="§1 (motivating experiment: a linear classifier on frozen CLIP "
+        "embeddings, leave-one-domain-out)",
         statistic="fold C: probe accuracy with the target's training part seen − "
         "without it",
         rule=Rule.at_least(0.10),
