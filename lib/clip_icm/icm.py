@@ -33,7 +33,7 @@ def invariant_basis(
             f"k: expected at most the embedding dimension {m.shape[0]}, got {k}"
         )
     _, vec = torch.linalg.eigh(m)  # eigenvalues ascending
-    return vec[:, -k:].flip(1) if order == "top" else vec[:, :k]  # eq. (2)
+    return vec[:, -k:].flip(1) if order == "top" else vec[:, :k]  # eq. (1): A_inv
 
 
 def zero_shot_logits(
@@ -48,7 +48,7 @@ def zero_shot_logits(
     if basis is None:
         return F.normalize(img, dim=1) @ txt.T
     check_tensor("basis", basis, shape=(img.shape[1], None), floating=True)
-    return (img @ basis) @ (txt @ basis).T  # eq. (3)
+    return (img @ basis) @ (txt @ basis).T  # eq. (2)
 
 
 def fit_probe(
