@@ -1,0 +1,271 @@
+"""Styled MNIST domains with captions, and the interventions (image augmentations).
+
+An image is a 14×14 MNIST digit (2×2 average-pooled) drawn in one of ten **colours**,
+on an 18×14 canvas whose top and bottom two-pixel strips carry a white **marker** at
+one of ten positions. Three latent factors: the digit's shape (invariant: it decides
+the label), its colour and the marker's position (variant: environments change how
+they go with the label). A caption names the class and, with probability ``p_style``
+each, the colour and the marker (``"a red three, mark 4"``).
+
+Four domains (DomainBed-style, each left out in turn):
+
+- ``A``: colour = class (90 %), marker = class (90 %);
+- ``B``: colour = class (80 %), marker = class (80 %);
+- ``C``: colour = class + 5 mod 10 (90 %: the colour link flips), marker random;
+- ``D``: colour random, marker = class + 5 mod 10 (90 %: the marker link flips).
+
+The interventions change the colour (and other pixel statistics), never the digit's
+shape or where the marker is, so leaving out ``C`` is a shift they cover and leaving
+out ``D`` one they do not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+
+from lib.common import check_generator, check_int, check_probability, check_tensor
+from lib.common.data import load_mnist
+
+N_CLASSES = 10
+H, W = 18, 14  # canvas: 2 marker rows, 14 digit rows, 2 marker rows
+DIM = 3 * H * W
+DIGITS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+)
+COLOURS = (
+    "red", "orange", "yellow", "lime", "green", "teal", "cyan", "blue", "purple", "pink"
+)  # fmt: skip
+#: token ids: 0 = no word; 1–10 digits; 11–20 colours; 21–30 marker positions
+VOCAB = 1 + 3 * N_CLASSES
+AUGMENTATIONS = (
+    "hue", "grayscale", "blur", "invert", "posterize", "solarize", "channels"
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+    """How a domain draws colour and marker from the class: with probability
+    ``p_colour`` the colour is ``(y + colour_shift) % 10``, else uniform over the other
+    nine (``p_colour = 0.1``: independent of the class); the same for the marker."""
+
+    name: str
+    p_colour: float
+    colour_shift: int
+    p_marker: float
+    marker_shift: int
+
+
+DOMAINS = (
+    Domain("A", 0.9, 0, 0.9, 0),
+    Domain("B", 0.8, 0, 0.8, 0),
+    Domain("C", 0.9, 5, 0.1, 0),
+    Domain("D", 0.1, 0, 0.9, 5),
+)
+
+
+def hue_rgb(h: torch.Tensor) -> torch.Tensor:
+    """RGB (N, 3) of hues h (N,) in [0, 1) at full saturation and value."""
+    k = (torch.tensor([5.0, 3.0, 1.0], device=h.device) + 6 * h[:, None]) % 6
+    return 1 - torch.clamp(torch.minimum(k, 4 - k), 0, 1)  # HSV -> RGB, s = v = 1
+
+
+def palette() -> torch.Tensor:
+    """The ten colours as RGB rows (hues i/10): (10, 3)."""
+    return hue_rgb(torch.arange(N_CLASSES, dtype=torch.float32) / N_CLASSES)
+
+
+def _draw_style(y, p, shift, generator):
+    """Per image: ``(y + shift) % 10`` with probability p, else another value."""
+    n = y.shape[0]
+    keep = torch.rand(n, generator=generator) < p
+    other = torch.randint(1, N_CLASSES, (n,), generator=generator)
+    base = (y + shift) % N_CLASSES
+    return torch.where(keep, base, (base + other) % N_CLASSES)
+
+
+def render(
+    digits: torch.Tensor,
+    colour: torch.Tensor,
+    marker: torch.Tensor,
+    hue_jitter: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Images (N, 3, 18, 14) in [0, 1] from 14×14 digit intensities (N, 14, 14),
+    colour ids and marker ids (N,); ``hue_jitter`` (N,) shifts each hue off the
+    palette's."""
+    check_tensor("digits", digits, shape=(None, 14, 14), floating=True)
+    n = digits.shape[0]
+    for name, t in (("colour", colour), ("marker", marker)):
+        check_tensor(name, t, shape=(n,), integer=True)
+    h = colour.float() / N_CLASSES
+    if hue_jitter is not None:
+        h = (h + hue_jitter.to(h.device)) % 1
+    rgb = hue_rgb(h.to(digits.device))  # (N, 3)
+    img = torch.zeros(n, 3, H, W, device=digits.device)
+    img[:, :, 2:16] = digits[:, None] * rgb[:, :, None, None]  # the coloured digit
+    row = torch.where(marker < 5, 0, 16)  # top strip for 0–4, bottom for 5–9
+    col = 3 * (marker % 5)  # columns 0, 3, 6, 9, 12
+    i = torch.arange(n, device=digits.device)
+    for dr in (0, 1):
+        for dc in (0, 1):
+            img[i, :, row + dr, col + dc] = 1.0  # white 2×2 marker
+    return img
+
+
+def pooled_digits(split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+    """MNIST digits 2×2 average-pooled to 14×14: (N, 14, 14) in [0, 1], labels (N,)."""
+    x, y = load_mnist(split)
+    return F.avg_pool2d(x.view(-1, 1, 28, 28), 2)[:, 0], y
+
+
+def make_domain(
+    digits: torch.Tensor,
+    y: torch.Tensor,
+    domain: Domain,
+    generator: torch.Generator,
+    hue_jitter: float = 0.0,
+) -> dict:
+    """One domain's images, labels, colour and marker ids; each hue is moved by up to
+    ±``hue_jitter`` off the palette (the colour word stays the nearest one)."""
+    check_generator("generator", generator, allow_none=False)
+    colour = _draw_style(y, domain.p_colour, domain.colour_shift, generator)
+    marker = _draw_style(y, domain.p_marker, domain.marker_shift, generator)
+    jit = (2 * torch.rand(len(y), generator=generator) - 1) * hue_jitter
+    return {
+        "x": render(digits, colour, marker, jit if hue_jitter else None),
+        "y": y,
+        "colour": colour,
+        "marker": marker,
+    }
+
+
+def make_domains(
+    n_per_domain: int, generator: torch.Generator, domains=DOMAINS
+) -> list:
+    """Disjoint MNIST digits (training split) for each domain, drawn with
+    ``generator``."""
+    n_per_domain = check_int("n_per_domain", n_per_domain, 10)
+    digits, y = pooled_digits("train")
+    need = n_per_domain * len(domains)
+    if need > len(y):
+        raise ValueError(
+            f"n_per_domain: expected at most {len(y) // len(domains)}, got "
+            f"{n_per_domain}"
+        )
+    idx = torch.randperm(len(y), generator=generator)[:need].view(len(domains), -1)
+    return [make_domain(digits[i], y[i], d, generator) for i, d in zip(idx, domains)]
+
+
+def captions(
+    y: torch.Tensor,
+    colour: torch.Tensor,
+    marker: torch.Tensor,
+    p_style: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Token ids (N, 3): the class word, then the colour and marker words, each kept
+    with probability ``p_style`` (else 0, no word)."""
+    p_style = check_probability("p_style", p_style)
+    n = y.shape[0]
+    keep = torch.rand(n, 2, generator=generator) < p_style  # (N, 2)
+    tok = torch.stack([1 + y, 11 + colour, 21 + marker], 1)  # (N, 3)
+    tok[:, 1:] = torch.where(keep, tok[:, 1:], torch.zeros_like(tok[:, 1:]))
+    return tok
+
+
+def class_prompts(device=None) -> torch.Tensor:
+    """The zero-shot prompts, "a {class}": the class word alone, (10, 3)."""
+    tok = torch.zeros(N_CLASSES, 3, dtype=torch.long, device=device)
+    tok[:, 0] = 1 + torch.arange(N_CLASSES, device=device)
+    return tok
+
+
+def caption_text(tokens: torch.Tensor) -> str:
+    """A caption's words, e.g. ``"a red three, mark 4"``."""
+    d, c, m = (int(t) for t in tokens)
+    words = ("a " + (COLOURS[c - 11] + " " if c else "")) + DIGITS[d - 1]
+    return words + (f", mark {m - 21}" if m else "")
+
+
+# --- interventions: one random augmentation per image (the official code's seven,
+# with a random channel permutation in place of histogram equalisation) ---
+
+
+def _hue_matrix(theta: torch.Tensor) -> torch.Tensor:
+    """Rotations of RGB about the grey axis by angles theta (N,): (N, 3, 3)."""
+    c, s = torch.cos(theta), torch.sin(theta)
+    u = torch.full((3,), 1 / math.sqrt(3))
+    outer = u[:, None] * u[None, :]  # (3, 3)
+    cross = torch.tensor([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+    eye = torch.eye(3)
+    return (
+        c[:, None, None] * eye
+        + s[:, None, None] * cross
+        + (1 - c)[:, None, None] * outer
+    )
+
+
+def _blur(x: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+    """3×3 Gaussian blur with a per-image sigma (N,)."""
+    d = torch.tensor([-1.0, 0.0, 1.0], device=x.device)
+    w = torch.exp(-(d[None] ** 2) / (2 * sigma[:, None] ** 2))  # (N, 3)
+    w = w / w.sum(1, keepdim=True)
+    k = (w[:, :, None] * w[:, None, :])[:, None]  # (N, 1, 3, 3)
+    n = x.shape[0]
+    out = F.conv2d(
+        F.pad(x.reshape(1, n * 3, H, W), (1, 1, 1, 1), mode="replicate"),
+        k.repeat_interleave(3, 0),
+        groups=n * 3,
+    )
+    return out.view(n, 3, H, W)
+
+
+def augment(
+    x: torch.Tensor, generator: torch.Generator, kinds: tuple = AUGMENTATIONS
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """x̃: each image (N, 3, H, W) with one augmentation drawn uniformly from
+    ``kinds``; returns ``(x̃, kind index into AUGMENTATIONS)``. Random numbers come
+    from ``generator`` (CPU) and are drawn for every image whatever its kind, so a
+    batch's result does not depend on how it is split."""
+    check_tensor("x", x, shape=(None, 3, H, W), floating=True)
+    check_generator("generator", generator, allow_none=False)
+    if not kinds or any(k not in AUGMENTATIONS for k in kinds):
+        raise ValueError(
+            f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got {kinds!r}"
+        )
+    n = x.shape[0]
+    pick = torch.randint(len(kinds), (n,), generator=generator)
+    kind = torch.tensor([AUGMENTATIONS.index(k) for k in kinds])[pick]  # (N,)
+    theta = torch.rand(n, generator=generator) * 2 * math.pi
+    sigma = 0.3 + 0.9 * torch.rand(n, generator=generator)
+    perm = torch.argsort(torch.rand(n, 3, generator=generator), 1)  # (N, 3)
+    dev = x.device
+    out = {
+        "hue": torch.einsum("nij,njhw->nihw", _hue_matrix(theta).to(dev), x).clamp(
+            0, 1
+        ),
+        "grayscale": x.mean(1, keepdim=True).expand_as(x),
+        "blur": _blur(x, sigma.to(dev)),
+        "invert": 1 - x,
+        "posterize": torch.floor(x * 4) / 4,
+        "solarize": torch.where(x >= 0.5, 1 - x, x),
+        "channels": torch.gather(x, 1, perm.to(dev)[:, :, None, None].expand_as(x)),
+    }
+    xt = torch.empty_like(x)
+    kind_d = kind.to(dev)
+    for j, name in enumerate(AUGMENTATIONS):
+        m = kind_d == j
+        xt[m] = out[name][m]
+    return xt, kind

@@ -1,0 +1,113 @@
+"""A small CLIP: an MLP image tower, a bag-of-slot-tokens text tower, the symmetric
+contrastive loss, and its training loop."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lib.common import check_int, check_positive, check_tensor, seeded_init
+
+from .data import DIM, VOCAB, captions
+
+
+class SmallCLIP(nn.Module):
+    """Image tower: MLP on the flattened 3×18×14 image; text tower: the sum of token
+    and slot embeddings of a 3-token caption, then an MLP. Both map to ``dim``; the
+    embeddings f_I(x) and f_T(t) are the towers' (unnormalised) outputs."""
+
+    def __init__(self, dim: int = 64, width: int = 512):
+        super().__init__()
+        dim, width = check_int("dim", dim, 1), check_int("width", width, 1)
+        self.image = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(DIM, width),
+            nn.GELU(),
+            nn.Linear(width, width // 2),
+            nn.GELU(),
+            nn.Linear(width // 2, dim),
+        )
+        self.tok = nn.Embedding(VOCAB, width // 2)
+        self.slot = nn.Parameter(torch.zeros(3, width // 2))
+        self.text = nn.Sequential(
+            nn.GELU(), nn.Linear(width // 2, width // 2), nn.GELU(),
+            nn.Linear(width // 2, dim),
+        )  # fmt: skip
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
+
+    def encode_image(self, x: torch.Tensor) -> torch.Tensor:
+        return self.image(x)  # (N, dim)
+
+    def encode_text(self, tokens: torch.Tensor) -> torch.Tensor:
+        h = (self.tok(tokens) + self.slot).sum(1)  # (N, width/2): bag of slot tokens
+        return self.text(h)  # (N, dim)
+
+
+def clip_loss(
+    img: torch.Tensor, txt: torch.Tensor, logit_scale: torch.Tensor
+) -> torch.Tensor:
+    """CLIP's symmetric InfoNCE on a batch of matched pairs (row i with row i). As in
+    CLIP, other rows with the same caption count as negatives (our captions repeat
+    often: ten classes, two optional style words)."""
+    img, txt = F.normalize(img, dim=1), F.normalize(txt, dim=1)
+    logits = logit_scale.exp().clamp(max=100) * img @ txt.T  # (B, B)
+    target = torch.arange(img.shape[0], device=img.device)
+    return (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+
+
+def train_clip(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    colour: torch.Tensor,
+    marker: torch.Tensor,
+    *,
+    seed: int,
+    steps: int,
+    batch: int,
+    lr: float = 2e-3,
+    dim: int = 64,
+    width: int = 512,
+    p_style: float = 0.5,
+    device=None,
+) -> SmallCLIP:
+    """Train a :class:`SmallCLIP` from scratch on images with captions (the caption
+    words are redrawn at every step); batches and initialisation follow ``seed``."""
+    check_tensor("x", x, shape=(None, 3, None, None), floating=True, nonempty=True)
+    steps, batch = check_int("steps", steps, 1), check_int("batch", batch, 2)
+    check_positive("lr", lr)
+    dev = x.device if device is None else torch.device(device)
+    model = seeded_init(lambda: SmallCLIP(dim, width), seed).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
+    g = torch.Generator().manual_seed(seed)
+    n = x.shape[0]
+    for _ in range(steps):
+        i = torch.randint(n, (batch,), generator=g)
+        tok = captions(y[i], colour[i], marker[i], p_style, g).to(dev)  # (B, 3)
+        xi = x[i.to(x.device)].to(dev)
+        loss = clip_loss(
+            model.encode_image(xi), model.encode_text(tok), model.logit_scale
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    return model.eval()
+
+
+@torch.no_grad()
+def embed_images(model: SmallCLIP, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+    """f_I(x) for a stack of images, in chunks: (N, dim)."""
+    dev = next(model.parameters()).device
+    return torch.cat(
+        [model.encode_image(x[i : i + chunk].to(dev)) for i in range(0, len(x), chunk)]
+    )
+
+
+@torch.no_grad()
+def embed_text(model: SmallCLIP, tokens: torch.Tensor) -> torch.Tensor:
+    """f_T(t) for token ids (N, 3): (N, dim)."""
+    return model.encode_text(tokens.to(next(model.parameters()).device))

@@ -1,0 +1,386 @@
+"""Tests of lib.clip_icm: the estimator on a linear causal model with a known answer
+(top-k recovers the invariant subspace, the official bottom-k order keeps the variant
+one), every kernel against its naive reference, the data's invariants, bad inputs,
+the FULL path shrunk, the claims' bookkeeping, CUDA parity."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from lib import clip_icm as Ci
+from lib.clip_icm import data as Cd
+from lib.clip_icm.reference import (
+    augment_naive,
+    clip_loss_naive,
+    fit_probe_naive,
+    icm_matrix_naive,
+    invariant_basis_naive,
+    render_naive,
+    zero_shot_naive,
+)
+
+TINY = Ci.Config(
+    n_pretrain=300, n_per_domain=100, steps=5, batch=32, dim=16, width=32,
+    n_pairs=50, k=4, claim_seeds=(0, 1),
+)  # fmt: skip
+
+
+def g(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def projector(b):
+    return b @ b.T
+
+
+# --- the estimator: known answers -----------------------------------------------------
+
+
+@pytest.mark.parametrize("D", [8, 32])
+def test_top_k_recovers_the_invariant_subspace(D):
+    s = Ci.linear_scm(4000, 4, 4, D, 2000, g(1))
+    kept, leak = Ci.subspace_leak(
+        Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4), s["A"], 4
+    )
+    assert leak < 1e-3 and kept > 0.3
+    basis = Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4)
+    assert torch.linalg.svdvals(basis.T @ s["A"][:, :4]).min() > 0.1  # z_inv kept whole
+    if D == 8:  # A square: the kept coordinates span exactly A_inv's image's share
+        basis = Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4)
+        # the projection is a function of z_inv alone: regress it on the factors
+        proj = s["z"] @ basis
+        coef = torch.linalg.lstsq(s["factors"], proj).solution  # (8, 4)
+        assert coef[4:].abs().max() < 1e-2 * coef[:4].abs().max()
+
+
+def test_bottom_k_keeps_the_variant_subspace():
+    """eigh's first k (the official code's order) are the most intervention-sensitive
+    directions: at large λ they are the variant subspace."""
+    s = Ci.linear_scm(4000, 4, 4, 8, 2000, g(2))
+    kept, leak = Ci.subspace_leak(
+        Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4, "bottom"), s["A"], 4
+    )
+    assert leak > 0.999  # all of the variant signal goes through
+    top = Ci.invariant_basis(s["z"], s["delta"], 1000.0, 4)
+    assert Ci.subspace_leak(top, s["A"], 4)[1] < 1e-3
+
+
+def test_lambda_zero_is_pca_and_lambda_trades_off():
+    s = Ci.linear_scm(3000, 4, 4, 16, 1000, g(3))
+    b0 = Ci.invariant_basis(s["z"], s["delta"], 0.0, 4)
+    pcs = torch.linalg.eigh(s["z"].T @ s["z"])[1][:, -4:]
+    assert torch.allclose(projector(b0), projector(pcs), atol=1e-8)
+    leaks = [
+        Ci.subspace_leak(Ci.invariant_basis(s["z"], s["delta"], lam, 4), s["A"], 4)[1]
+        for lam in (0, 1, 10, 100)
+    ]
+    assert all(a >= b for a, b in zip(leaks, leaks[1:]))
+
+
+def test_bottom_order_is_the_official_slice():
+    z, d = torch.randn(200, 10, generator=g()), torch.randn(50, 10, generator=g(1))
+    m = Ci.icm_matrix(z, d, 5.0)
+    official = torch.linalg.eigh(m)[1][:, :3]
+    assert torch.allclose(Ci.invariant_basis(z, d, 5.0, 3, "bottom"), official)
+    top = Ci.invariant_basis(z, d, 5.0, 3)
+    vals = torch.diag(top.T @ m @ top)
+    assert torch.all(vals[:-1] >= vals[1:])  # largest first
+    assert torch.allclose(vals, torch.linalg.eigvalsh(m).flip(0)[:3], atol=1e-4)
+
+
+# --- kernels against naive references -------------------------------------------------
+
+
+def test_icm_matrix_and_basis_match_naive():
+    z = torch.randn(120, 12, generator=g(), dtype=torch.float64)
+    d = torch.randn(40, 12, generator=g(1), dtype=torch.float64)
+    assert torch.allclose(Ci.icm_matrix(z, d, 7.0), icm_matrix_naive(z, d, 7.0))
+    for order in ("top", "bottom"):
+        a = Ci.invariant_basis(z, d, 7.0, 5, order)
+        b = invariant_basis_naive(z, d, 7.0, 5, order)
+        assert torch.allclose(projector(a), projector(b), atol=1e-8)
+
+
+def test_clip_loss_matches_naive():
+    img, txt = torch.randn(6, 5, generator=g()), torch.randn(6, 5, generator=g(1))
+    s = torch.tensor(math.log(10.0))
+    assert math.isclose(
+        float(Ci.clip_loss(img, txt, s)), clip_loss_naive(img, txt, s), rel_tol=1e-5
+    )
+
+
+def test_render_matches_naive():
+    digits = torch.rand(7, 14, 14, generator=g())
+    col, mark = torch.arange(7), torch.tensor([0, 4, 5, 9, 2, 7, 3])
+    jit = torch.linspace(-0.05, 0.05, 7)
+    assert torch.allclose(
+        Ci.render(digits, col, mark, jit),
+        render_naive(digits, col, mark, jit),
+        atol=1e-6,
+    )
+
+
+def test_augment_matches_naive():
+    x = torch.rand(40, 3, Cd.H, Cd.W, generator=g())
+    a, kind = Ci.augment(x, g(5))
+    b = augment_naive(x, g(5))
+    assert set(kind.tolist()) == set(range(7))
+    assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_probe_matches_naive_objective():
+    z = torch.randn(300, 6, generator=g(), dtype=torch.float64)
+    y = (z[:, :3].argmax(1) + (torch.rand(300, generator=g(1)) < 0.2).long()) % 3
+    w, b = Ci.fit_probe(z, y, 0.5)
+    wn, bn = fit_probe_naive(z, y, 0.5, n_classes=3)
+    assert torch.allclose(w, wn, atol=1e-3) and torch.allclose(
+        b - b.mean(), bn - bn.mean(), atol=1e-3
+    )
+    assert Ci.accuracy(Ci.probe_predict(z, (w, b)), y) > 0.6
+
+
+def test_zero_shot_matches_naive_and_full_basis_is_raw():
+    img, txt = torch.randn(50, 8, generator=g()), torch.randn(10, 8, generator=g(1))
+    q = torch.linalg.qr(torch.randn(8, 8, generator=g(2)))[0]
+    assert torch.equal(
+        Ci.zero_shot_logits(img, txt).argmax(1), zero_shot_naive(img, txt)
+    )
+    assert torch.equal(
+        Ci.zero_shot_logits(img, txt, q[:, :3]).argmax(1),
+        zero_shot_naive(img, txt, q[:, :3]),
+    )
+    # an orthogonal basis of the whole space ranks classes as raw CLIP does
+    assert torch.equal(
+        Ci.zero_shot_logits(img, txt, q).argmax(1),
+        Ci.zero_shot_logits(img, txt).argmax(1),
+    )
+
+
+# --- data invariants ----------------------------------------------------------------
+
+
+def test_domains_follow_their_links():
+    digits = torch.rand(4000, 14, 14, generator=g())
+    y = torch.randint(10, (4000,), generator=g(1))
+    for dom in Ci.DOMAINS:
+        d = Ci.make_domain(digits, y, dom, g(2))
+        c = float(((y + dom.colour_shift) % 10 == d["colour"]).double().mean())
+        m = float(((y + dom.marker_shift) % 10 == d["marker"]).double().mean())
+        assert abs(c - dom.p_colour) < 0.03 and abs(m - dom.p_marker) < 0.03
+
+
+def test_colour_interventions_keep_shape_and_marker():
+    digits = torch.rand(30, 14, 14, generator=g()) * (
+        torch.rand(30, 14, 14, generator=g(1)) > 0.6
+    )
+    x = Ci.render(
+        digits,
+        torch.randint(10, (30,), generator=g(2)),
+        torch.randint(10, (30,), generator=g(3)),
+    )
+    xt, _ = Ci.augment(x, g(4), ("hue", "channels"))
+    assert torch.equal(x.amax(1) > 0, xt.amax(1) > 0)  # same support: shape, marker
+    assert torch.allclose(x[:, :, [0, 1, 16, 17]], xt[:, :, [0, 1, 16, 17]], atol=1e-5)
+
+
+def test_captions_and_prompts():
+    y, c, m = (
+        torch.arange(10),
+        torch.arange(10).flip(0),
+        torch.zeros(10, dtype=torch.long),
+    )
+    tok = Ci.captions(y, c, m, 1.0, g())
+    assert Ci.caption_text(tok[3]) == "a cyan three, mark 0"
+    assert torch.equal(
+        Ci.captions(y, c, m, 0.0, g())[:, 1:], torch.zeros(10, 2, dtype=torch.long)
+    )
+    assert Ci.caption_text(Ci.class_prompts()[7]) == "a seven"
+
+
+# --- bad inputs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, exc, word",
+    [
+        (
+            lambda: Ci.icm_matrix(torch.randn(5, 3), torch.randn(5, 4), 1.0),
+            ValueError,
+            "delta",
+        ),
+        (
+            lambda: Ci.icm_matrix(torch.randn(5, 3), torch.randn(5, 3), -1.0),
+            ValueError,
+            "lam",
+        ),
+        (
+            lambda: Ci.invariant_basis(torch.randn(5, 3), torch.randn(5, 3), 1.0, 4),
+            ValueError,
+            "k",
+        ),
+        (
+            lambda: Ci.invariant_basis(
+                torch.randn(5, 3), torch.randn(5, 3), 1.0, 2, "first"
+            ),
+            ValueError,
+            "order",
+        ),
+        (
+            lambda: Ci.fit_probe(
+                torch.randn(5, 3), torch.zeros(4, dtype=torch.long), 1.0
+            ),
+            ValueError,
+            "y",
+        ),
+        (
+            lambda: Ci.fit_probe(
+                torch.randn(5, 3), torch.zeros(5, dtype=torch.long), 0.0
+            ),
+            ValueError,
+            "C",
+        ),
+        (
+            lambda: Ci.zero_shot_logits(torch.randn(5, 3), torch.randn(2, 4)),
+            ValueError,
+            "txt",
+        ),
+        (
+            lambda: Ci.augment(torch.rand(2, 3, 18, 14), g(), ("sepia",)),
+            ValueError,
+            "kinds",
+        ),
+        (lambda: Ci.augment(torch.rand(2, 3, 28, 28), g()), ValueError, "x"),
+        (
+            lambda: Ci.render(
+                torch.rand(2, 14, 14),
+                torch.zeros(3, dtype=torch.long),
+                torch.zeros(2, dtype=torch.long),
+            ),
+            ValueError,
+            "colour",
+        ),
+        (
+            lambda: Ci.captions(
+                torch.arange(2), torch.arange(2), torch.arange(2), 1.5, g()
+            ),
+            ValueError,
+            "p_style",
+        ),
+        (lambda: Ci.linear_scm(10, 4, 4, 6, 5, g()), ValueError, "D"),
+        (lambda: Ci.Config(k=100), ValueError, "k"),
+        (lambda: Ci.Config(kinds=("sepia",)), ValueError, "kinds"),
+        (lambda: Ci.Config(n_pairs=10**6), ValueError, "n_pairs"),
+        (lambda: Ci.Config(holdout=1.0), ValueError, "holdout"),
+        (lambda: Ci.run_experiment("SMOKE"), TypeError, "cfg"),
+    ],
+)
+def test_bad_inputs(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()
+
+
+# --- the experiment ------------------------------------------------------------------
+
+
+def test_full_path_shrunk():
+    """FULL's code path (run_experiment) with every size cut."""
+    cfg = dataclasses.replace(
+        Ci.FULL, **{f.name: getattr(TINY, f.name) for f in dataclasses.fields(TINY)}
+    )
+    res = Ci.run_experiment(cfg)
+    assert set(res["runs"]) == {"0", "1"}
+    for r in res["runs"].values():
+        assert set(r) == {"A", "B", "C", "D"}
+        for fold in r.values():
+            assert set(fold) == set(Ci.ARMS)
+            assert all(0 <= v <= 1 for arm in fold.values() for v in arm.values())
+    ids = {c.id for c in Ci.CLAIMS if c.rule is not None}
+    assert set(res["claims"]) == ids
+    assert len(Ci.judge(res["claims"])) == len(Ci.CLAIMS)
+
+
+def test_smoke_cli_writes_smoke_file(smoke_cli):
+    out = smoke_cli("clip_icm", dataclasses.replace(TINY, claim_seeds=(0,)))
+    assert set(out["results"]["claims"]) == {
+        c.id for c in Ci.CLAIMS if c.rule is not None
+    }
+
+
+def test_fold_data_and_sweep_shapes():
+    prep = Ci.prepare_seed(TINY, 0)
+    f = Ci.fold_data(prep, 2, 20)
+    assert f["delta"].shape == (20, TINY.dim) and f["z_ood"].shape[0] == 20
+    sw = Ci.sweep(TINY, prep, 2, lams=(0.0, 1.0), ks=(2,), n_pairs=(10,))
+    assert set(sw["lam"]) == {0.0, 1.0} and set(sw["n_pairs"]) == {10}
+    with pytest.raises(ValueError, match="n_pairs"):
+        Ci.fold_data(prep, 2, 10**5)
+    with pytest.raises(ValueError, match="test"):
+        Ci.fold_data(prep, 4)
+
+
+def _fake_runs(icm_gain_c, icm_gain_d):
+    def arm(id_, ood, zs=0.9):
+        return {"id": id_, "ood": ood, "zs_id": zs, "zs_ood": zs}
+
+    def fold(gain):
+        return {
+            "raw": arm(0.95, 0.75), "icm": arm(0.94, 0.75 + gain),
+            "bottom": arm(0.5, 0.3),
+            "pca": arm(0.93, 0.76), "aug": arm(0.95, 0.8), "icm_all": arm(0.5, 0.4),
+            "seen": arm(0.95, 0.93),
+        }  # fmt: skip
+
+    return {
+        s: {
+            "A": fold(0.0),
+            "B": fold(0.0),
+            "C": fold(icm_gain_c),
+            "D": fold(icm_gain_d),
+        }
+        for s in (0, 1, 2)
+    }
+
+
+def test_claims_controls_separate_on_constructed_runs():
+    good = Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.15, 0.0)))
+    v = {r.claim.id: r for r in good}
+    assert (
+        v["icm-closes-gap"].verdict == "reproduced"
+        and not v["icm-closes-gap"].control_holds
+    )
+    assert v["no-gain-uncovered"].verdict == "reproduced"
+    assert v["bottom-k-fails"].verdict == "reproduced"
+    bad = {
+        r.claim.id: r
+        for r in Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.0, 0.15)))
+    }
+    assert bad["icm-closes-gap"].verdict == "not reproduced"
+    assert bad["no-gain-uncovered"].verdict == "not reproduced"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cpu_and_cuda_agree():
+    z = torch.randn(500, 32, generator=g(), dtype=torch.float64)
+    d = torch.randn(200, 32, generator=g(1), dtype=torch.float64)
+    a = Ci.invariant_basis(z, d, 10.0, 8)
+    b = Ci.invariant_basis(z.cuda(), d.cuda(), 10.0, 8).cpu()
+    assert torch.allclose(projector(a), projector(b), atol=1e-8)
+    x = torch.rand(64, 3, Cd.H, Cd.W, generator=g())
+    assert torch.allclose(
+        Ci.augment(x, g(3))[0], Ci.augment(x.cuda(), g(3))[0].cpu(), atol=1e-5
+    )
+    model = Ci.SmallCLIP(16, 32)
+    e_cpu = Ci.embed_images(model, x)
+    e_gpu = Ci.embed_images(model.cuda(), x.cuda()).cpu()
+    assert torch.allclose(e_cpu, e_gpu, atol=1e-4)
+
+
+def test_exercise_self_checks():
+    from lib.clip_icm import exercises as X
+
+    assert X.ex1(4).ok and not X.ex1(3).ok
+    assert X.ex2(1.0).ok and not X.ex2(0.0).ok
+    assert X.ex3("principal").ok and not X.ex3("invariant").ok
+    assert X.ex4("no").ok and not X.ex4("yes").ok
