@@ -8,6 +8,7 @@
 - Progress bars are switched off (TQDM_DISABLE=1) for every kernel nbval starts, so a plain
   ``pytest --nbval book/`` without ``make`` compares the same outputs as ``make nbval``.
 """
+
 import datetime as _dt
 import fcntl
 import json
