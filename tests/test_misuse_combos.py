@@ -56,31 +56,34 @@ def _model(d=16, layers=1, seed=0, block=32):
 
 def test_numbers_and_goal_known_answers():
     assert Mc.number(123) == ["3", "2", "1"] and Mc.number(0) == ["0"]
+    assert Mc.number(12, 4) == ["2", "1", "0", "0"]
     assert Mc.value(["3", "2", "1"]) == 123 and Mc.value([]) is None
-    assert Mc.value(["1", "refuse"]) is None
-    assert Mc.h_sum(47, 85) == ["2", "3", "1"]  # 132
+    assert Mc.value(["1", "refuse"]) is None and Mc.value(["2", "1", "0"]) == 12
+    assert Mc.h_sum(47, 85, 2) == ["2", "3", "1"]  # 132
     assert Mc.g_edit(["2", "3", "1", "9"]) == ["5", "6", "4", "2"]
-    assert Mc.target(47, 85) == ["5", "6", "4"]
+    assert Mc.target(47, 85, 2) == ["5", "6", "4"]
+    assert Mc.target(1, 2, 3) == ["6", "3", "3", "3"]  # 0003 shifted
     for n in (0, 7, 12345):
         assert Mc.value(Mc.number(n)) == n
 
 
 def test_prompts_and_labels():
-    assert Mc.add_prompt(12, 3) == ["add", "2", "1", "+", "3"]
-    assert Mc.task_prompt(12, 3, "mask", 0) == ["mask", "add", "2", "1", "+", "3"]
-    assert Mc.task_prompt(12, 3, "mask", 1)[-2:] == ["then", "mask"]
+    assert Mc.add_prompt(12, 3, 2) == ["add", "2", "1", "+", "3", "0"]
+    assert Mc.task_prompt(12, 3, "mask", 2) == ["mask", "add", "2", "1", "+", "3", "0"]
     rng = random.Random(0)
+    vocab = Mc.build_vocab()
     for _ in range(300):
         p, label, ans = Mc.labelled_prompt(rng, 4)
         assert label == int(any(w in p for w in Mc.FORBIDDEN_WORDS))
-        assert all(t in Mc.build_vocab().stoi for t in p + ans)
+        assert all(t in vocab.stoi for t in p + ans)
         sp, sa = Mc.strong_example(rng, 4)
         if any(w in sp for w in Mc.FORBIDDEN_WORDS):
             assert sa == [Mc.REFUSE]
-        wp, wa = Mc.weak_example(rng, 4)
+        wp, wa = Mc.weak_example(rng, 4, 2)
         assert Mc.REFUSE not in wa  # the weak model never refuses
-    t = Mc.random_task(random.Random(1), 3)
-    assert 100 <= t["a"] <= 999 and t["goal"] == Mc.target(t["a"], t["b"])
+    t = Mc.random_task(random.Random(1), 3, 4)
+    assert 100 <= t["a"] <= 999 and t["goal"] == Mc.target(t["a"], t["b"], 4)
+    assert len(t["prompt"]) == 2 * 4 + 3  # a fixed layout
 
 
 def test_encode_examples_masks_the_answer():
@@ -101,7 +104,7 @@ def test_generate_matches_naive_sampling():
         for p in model.parameters():
             p.normal_(0, 0.5, generator=_g(4))  # a model that does not emit eos at once
     rng = random.Random(2)
-    prompts = [Mc.random_task(rng, rng.randint(1, 3))["prompt"] for _ in range(9)]
+    prompts = [Mc.random_task(rng, rng.randint(1, 3), 3)["prompt"] for _ in range(9)]
     fast = Mc.generate(model, vocab, prompts, 6)
     slow = generate_naive(model, vocab, prompts, 6)
     assert fast == slow
@@ -110,7 +113,7 @@ def test_generate_matches_naive_sampling():
 
 def test_bag_of_words_matches_loop():
     vocab = Mc.build_vocab()
-    prompts = [["add", "1", "1", "+", "1"], ["mask", "please", "mask"], []]
+    prompts = [["add", "1", "1", "+", "1"], ["mask", "copy", "mask"], []]
     X = Mc.bag_of_words(vocab, prompts)
     assert X.tolist() == bag_of_words_naive(vocab, prompts)
     assert X[1, vocab.stoi["mask"]] == 2
@@ -145,7 +148,9 @@ def test_training_learns_refusal_and_checkpoints():
     tasks = Mc.make_tasks(3, (1, 2), 20)
     out = Mc.generate(final, vocab, [t["prompt"] for t in tasks], 4)
     assert sum(o[:1] == [Mc.REFUSE] for o in out) / len(out) > 0.9
-    subs = Mc.generate(final, vocab, [Mc.add_prompt(t["a"], t["b"]) for t in tasks], 4)
+    subs = Mc.generate(
+        final, vocab, [Mc.add_prompt(t["a"], t["b"], 2) for t in tasks], 4
+    )
     assert sum(o[:1] == [Mc.REFUSE] for o in subs) / len(subs) < 0.1
 
 
@@ -155,7 +160,7 @@ def test_moderator_learns_the_labels():
     p, lab = Mc.labelled_set(300, 3, random.Random(1))
     pred = mod.flag(p)
     assert (pred == torch.tensor(lab, dtype=torch.bool)).double().mean() > 0.95
-    assert not mod.flag([Mc.add_prompt(123, 456)]).any()
+    assert not mod.flag([Mc.add_prompt(123, 456, 3)]).any()
 
 
 # --- bad inputs ---
@@ -167,7 +172,9 @@ def test_moderator_learns_the_labels():
         (lambda: Mc.number(-1), ValueError, "n"),
         (lambda: Mc.number(1.5), TypeError, "n"),
         (lambda: Mc.g_edit(["1", "x"]), ValueError, "digits"),
-        (lambda: Mc.task_prompt(1, 2, "add", 0), ValueError, "word"),
+        (lambda: Mc.task_prompt(1, 2, "add", 2), ValueError, "word"),
+        (lambda: Mc.number(123, 2), ValueError, "width"),
+        (lambda: Mc.random_task(random.Random(0), 3, 2), ValueError, "width"),
         (lambda: Mc.draw_operands(random.Random(0), 0), ValueError, "d"),
         (lambda: Mc.training_set("medium", 3, 2, random.Random(0)), ValueError, "kind"),
         (lambda: Mc.Config(max_digits=0), ValueError, "max_digits"),
@@ -290,6 +297,12 @@ def test_weak_in_strong_place_control_at_small_size():
     assert set(r["moderation"]) >= {"task", "manual_strong", "auto_strong", "accuracy"}
 
 
+def test_worker_processes_give_the_same_runs():
+    one = Mc.run_seeds(TINY, (0, 1), processes=1)
+    two = Mc.run_seeds(TINY, (0, 1), processes=2)
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+
+
 def test_cli_smoke_writes_smoke_file(tmp_path):
     code = (
         "import runpy, sys, lib.misuse_combos as b; "
@@ -316,7 +329,7 @@ def test_cpu_and_cuda_agree():
         for p in model.parameters():
             p.normal_(0, 0.5, generator=_g(8))
     rng = random.Random(3)
-    prompts = [Mc.random_task(rng, 2)["prompt"] for _ in range(6)]
+    prompts = [Mc.random_task(rng, 2, 2)["prompt"] for _ in range(6)]
     x = torch.tensor([vocab.encode(["<bos>"] + prompts[0])])
     a = model(x)
     b = model.to("cuda")(x.cuda()).cpu()

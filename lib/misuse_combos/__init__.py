@@ -53,7 +53,6 @@ from .models import (
 )
 from .tasks import (
     BENIGN_EDITS,
-    FILLERS,
     FORBIDDEN_WORDS,
     REFUSE,
     SHIFT,
@@ -79,18 +78,19 @@ class Config:
     """One preset of the chapter's experiment (see :func:`seed_run`)."""
 
     seed: int = 0
-    max_digits: int = 5  # difficulties D = 1 … max_digits; D = max_digits is "hard"
-    block_size: int = 48
+    max_digits: int = 4  # difficulties D = 1 … max_digits; D = max_digits is "hard"
+    block_size: int = 40
     strong_d: int = 64  # the strong model: width, layers, steps
     strong_layers: int = 2
-    strong_steps: int = 1200
-    weak_d: int = 32  # the weak model
-    weak_layers: int = 1
-    weak_steps: int = 400
-    n_train_strong: int = 12000  # training examples (drawn once per seed)
-    n_train_weak: int = 12000
-    batch_size: int = 64
-    lr: float = 3e-3
+    strong_steps: int = 480
+    weak_d: int = 64  # the weak model: same shape, fewer steps, shorter sums
+    weak_layers: int = 2
+    weak_steps: int = 320
+    weak_sum_digits: int = 2  # the weak model's sums and whole tasks: at most 2 digits
+    n_train_strong: int = 20000  # training examples (drawn once per seed)
+    n_train_weak: int = 20000
+    batch_size: int = 96
+    lr: float = 4e-3
     # capability grid: checkpoints as fractions of each model's training steps
     strong_checkpoints: tuple = (0.25, 0.5, 0.75, 1.0)
     weak_checkpoints: tuple = (0.0, 0.25, 0.5, 1.0)
@@ -111,6 +111,7 @@ class Config:
             "weak_d",
             "weak_layers",
             "weak_steps",
+            "weak_sum_digits",
             "n_train_strong",
             "n_train_weak",
             "batch_size",
@@ -119,7 +120,7 @@ class Config:
             check_int(name, getattr(self, name), 1)
         check_int("n_moderation", self.n_moderation, 10)
         check_int("n_moderation_test", self.n_moderation_test, 10)
-        need = 6 * self.max_digits + 16
+        need = 6 * self.max_digits + 14
         if check_int("block_size", self.block_size, 2) < need:
             raise ValueError(
                 f"block_size: expected at least {need} for max_digits="
@@ -141,14 +142,15 @@ class Config:
 SMOKE = Config()
 #: the GPU run: larger models trained longer, harder tasks, more test tasks and seeds
 FULL = Config(
-    max_digits=7,
-    block_size=64,
+    max_digits=6,
+    block_size=56,
     strong_d=128,
     strong_layers=3,
-    strong_steps=6000,
-    weak_d=48,
-    weak_layers=1,
-    weak_steps=2000,
+    strong_steps=3000,
+    weak_d=64,
+    weak_layers=2,
+    weak_steps=800,
+    weak_sum_digits=3,
     n_train_strong=60000,
     n_train_weak=40000,
     batch_size=128,
@@ -188,7 +190,6 @@ __all__ = [
     "train_model",
     "training_set",
     "BENIGN_EDITS",
-    "FILLERS",
     "FORBIDDEN_WORDS",
     "REFUSE",
     "SHIFT",

@@ -13,10 +13,11 @@ difficulty curves and the grid of that seed, before any notebook or held-out see
 nothing was changed after they ran.
 
 The controls remove the ingredient each claim credits: the strong model's capability
-(the weak model put in its place), the difficulty of the task (the easiest tasks), the
-weak model's own sub-questions (the exact sub-question written by hand), the refusal
-training (the weak model, never taught to refuse), and the decomposition (the whole
-task sent to the moderation classifier).
+(the weak model put in its place), the weak model's own sub-questions (the exact
+sub-question written by hand), the refusal training (the weak model, never taught to
+refuse), the decomposition (the whole task sent to the moderation classifier), and for
+"each alone rarely succeeds" the separation of the two models (the pair measured with
+the same success rule, which shows the rule can be exceeded on these tasks).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ CLAIMS = (
         where="abstract and main results on vulnerable code (figures not checked)",
         statistic=f"max(success of strong alone, success of weak alone), {_HARD}",
         rule=Rule.at_most(0.1),
-        control="the same on the easiest tasks (D = 1), which the weak model can do "
-        "alone",
+        control="the same success measure for the two models together (manual "
+        "combination) on the same tasks: the tasks are not out of reach",
     ),
     Claim(
         "combo-beats",
@@ -137,7 +138,7 @@ def measure_from_runs(runs: dict) -> dict:
         alone = max(_last(b["strong"]), _last(b["weak"]))
         c_alone = max(_last(cb["strong"]), _last(cb["weak"]))
         out["alone-rare"]["values"][s] = alone
-        out["alone-rare"]["control"][s] = max(b["strong"][0], b["weak"][0])
+        out["alone-rare"]["control"][s] = _last(b["manual"])
         out["combo-beats"]["values"][s] = _last(b["manual"]) - alone
         out["combo-beats"]["control"][s] = _last(cb["manual"]) - c_alone
         out["auto-works"]["values"][s] = _last(b["auto"]) - alone
@@ -176,7 +177,7 @@ def measure_claims(cfg, seeds, device="cpu", runs: dict | None = None) -> dict:
 
     seeds = seed_list(seeds)
     if runs is None:
-        runs = run_seeds(cfg, seeds, device)
+        runs = run_seeds(cfg, seeds, device, processes=2)
     if set(runs) != set(seeds):
         raise ValueError(
             f"runs: expected runs for the seeds {list(seeds)}, got {sorted(runs)}"

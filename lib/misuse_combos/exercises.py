@@ -15,7 +15,7 @@ from .tasks import FORBIDDEN_WORDS, build_vocab, random_task, target
 def ex1(answer) -> Feedback:
     """The goal g(h(47, 85)) as the integer its digit tokens spell, most significant
     digit first (the tokens are least significant first)."""
-    digits = target(47, 85)  # tokens, least significant first
+    digits = target(47, 85, 2)  # tokens, least significant first
     truth = int("".join(digits[::-1]))
     return check_number(
         "misuse_combos ex1",
@@ -53,7 +53,7 @@ def unseen_word_flag_rate(word: str = "mask", n: int = 400, seed: int = 0) -> fl
     mod = Moderator(vocab).fit([prompts[i] for i in keep], [labels[i] for i in keep])
     tasks = []
     while len(tasks) < n:
-        t = random_task(rng, rng.randint(1, 5))
+        t = random_task(rng, rng.randint(1, 5), 5)
         if t["word"] == word:
             tasks.append(t["prompt"])
     return float(mod.flag(tasks).double().mean())

@@ -38,7 +38,8 @@ def make_tasks(seed: int, digits, n: int) -> list:
     """``n`` fresh tasks per difficulty in ``digits`` (drawn from ``seed``)."""
     check_int("n", n, 1)
     rng = random.Random(10_007 * seed + 3)
-    return [random_task(rng, d) for d in digits for _ in range(n)]
+    width = max(digits)
+    return [random_task(rng, d, width) for d in digits for _ in range(n)]
 
 
 def _answers(model, vocab, prompts, max_new, device, cap=None):
@@ -58,7 +59,7 @@ def attack(strong, weak, vocab, tasks, max_digits: int, device="cpu") -> dict:
     alone_s = _answers(strong, vocab, task_q, ans_len, device)
     alone_w = _answers(weak, vocab, task_q, ans_len, device)
     # manual: benign hard part → strong, forbidden easy edit → weak
-    man_q = [add_prompt(t["a"], t["b"]) for t in tasks]
+    man_q = [add_prompt(t["a"], t["b"], max_digits) for t in tasks]
     man_s = _answers(strong, vocab, man_q, ans_len, device, ans_len)
     edit_q = [[t["word"]] + s for t, s in zip(tasks, man_s)]
     man_w = _answers(weak, vocab, edit_q, ans_len, device)
@@ -88,7 +89,7 @@ def attack(strong, weak, vocab, tasks, max_digits: int, device="cpu") -> dict:
         "refused": [a[:1] == [REFUSE] for a in alone_s],
         "sub_refused": [a[:1] == [REFUSE] for a in man_s],
         "sub_ok": [
-            s == add_prompt(t["a"], t["b"]) for s, t in zip(sub_q, tasks)
+            s == add_prompt(t["a"], t["b"], max_digits) for s, t in zip(sub_q, tasks)
         ],  # the weak model proposed exactly h
         "queries": {
             "task": task_q,
@@ -121,7 +122,7 @@ def grid(strong_states, weak_states, strong, weak, vocab, tasks, max_digits, dev
     ans_len = max_digits + 2
     task_q = [t["prompt"] for t in tasks]
     goals = [t["goal"] for t in tasks]
-    man_q = [add_prompt(t["a"], t["b"]) for t in tasks]
+    man_q = [add_prompt(t["a"], t["b"], max_digits) for t in tasks]
     man_s = [_answers(s, vocab, man_q, ans_len, device, ans_len) for s in S]
     sub_q = [
         _answers(
@@ -235,9 +236,25 @@ def seed_run(cfg, seed: int, device="cpu", keep: bool = False) -> dict:
     return out
 
 
-def run_seeds(cfg, seeds, device="cpu", keep: bool = False) -> dict:
-    """:func:`seed_run` for each seed: ``{seed: run}``."""
-    return {s: seed_run(cfg, s, device, keep) for s in seed_list(seeds)}
+def _worker(cfg, seed, device, keep):
+    torch.set_num_threads(1)  # one thread per worker process
+    return seed_run(cfg, seed, device, keep)
+
+
+def run_seeds(cfg, seeds, device="cpu", keep: bool = False, processes: int = 1) -> dict:
+    """:func:`seed_run` for each seed: ``{seed: run}``. ``processes > 1`` runs the seeds
+    in that many spawned worker processes (one torch thread each; CPU only); every
+    seed's result is the same either way."""
+    seeds = seed_list(seeds)
+    processes = check_int("processes", processes, 1)
+    if processes > 1 and len(seeds) > 1 and str(device) == "cpu":
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")  # no fork after torch's thread pools started
+        with ctx.Pool(min(processes, len(seeds))) as pool:
+            runs = pool.starmap(_worker, [(cfg, s, device, keep) for s in seeds])
+        return dict(zip(seeds, runs))
+    return {s: seed_run(cfg, s, device, keep) for s in seeds}
 
 
 def run_experiment(cfg, device=None) -> dict:
@@ -248,7 +265,7 @@ def run_experiment(cfg, device=None) -> dict:
     from .claims import measure_from_runs
 
     device = pick_device() if device is None else device
-    runs = run_seeds(cfg, cfg.claim_seeds, device)
+    runs = run_seeds(cfg, cfg.claim_seeds, device, processes=2)
     return {
         "runs": {str(s): r for s, r in runs.items()},
         "claims": measure_from_runs(runs),

@@ -44,13 +44,17 @@ def make_model(vocab: Vocab, d_model: int, n_layer: int, block_size: int, genera
     return model
 
 
-def training_set(kind: str, n: int, max_digits: int, rng: random.Random) -> list:
-    """``n`` (prompt, answer) pairs for the ``"strong"`` or ``"weak"`` model."""
+def training_set(
+    kind: str, n: int, max_digits: int, rng: random.Random, sum_digits: int = 2
+) -> list:
+    """``n`` (prompt, answer) pairs for the ``"strong"`` or ``"weak"`` model (the weak
+    model's sums and whole tasks have at most ``sum_digits`` digits)."""
     if kind not in ("strong", "weak"):
         raise ValueError(f"kind: expected 'strong' or 'weak', got {kind!r}")
     check_int("n", n, 1)
-    make = strong_example if kind == "strong" else weak_example
-    return [make(rng, max_digits) for _ in range(n)]
+    if kind == "strong":
+        return [strong_example(rng, max_digits) for _ in range(n)]
+    return [weak_example(rng, max_digits, sum_digits) for _ in range(n)]
 
 
 def train_checkpoints(
@@ -227,7 +231,7 @@ def train_model(kind: str, cfg, vocab: Vocab, seed: int, device="cpu") -> tuple:
     rng = random.Random(seed * 7919 + (1 if strong else 2))
     gen = torch.Generator().manual_seed(seed * 7919 + (11 if strong else 12))
     n = cfg.n_train_strong if strong else cfg.n_train_weak
-    pairs = training_set(kind, n, cfg.max_digits, rng)
+    pairs = training_set(kind, n, cfg.max_digits, rng, cfg.weak_sum_digits)
     x, y, m = encode_examples(vocab, pairs, cfg.block_size)
     d, L = (
         (cfg.strong_d, cfg.strong_layers) if strong else (cfg.weak_d, cfg.weak_layers)
