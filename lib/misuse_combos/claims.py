@@ -43,6 +43,7 @@ CLAIMS = (
         rule=Rule.at_most(0.1),
         control="the same success measure for the two models together (manual "
         "combination) on the same tasks: the tasks are not out of reach",
+        expect="partly reproduced",
     ),
     Claim(
         "combo-beats",
@@ -53,6 +54,7 @@ CLAIMS = (
         statistic=f"success of the manual combination − max(each alone), {_HARD}",
         rule=Rule.at_least(0.3),
         control="the weak model in the strong model's place (weak + weak)",
+        expect="not reproduced",
     ),
     Claim(
         "auto-works",
@@ -65,6 +67,7 @@ CLAIMS = (
         statistic=f"success of the automated combination − max(each alone), {_HARD}",
         rule=Rule.at_least(0.15),
         control="the weak model in the strong model's place (weak + weak)",
+        expect="not reproduced",
     ),
     Claim(
         "auto-below-manual",
@@ -76,7 +79,7 @@ CLAIMS = (
         statistic=f"success of manual − success of automated, {_HARD}",
         rule=Rule.at_least(0.05),
         control="manual − automated with the exact sub-question written by hand",
-        expect="not reproduced",
+        expect="partly reproduced",
     ),
     Claim(
         "scales-both",
@@ -90,6 +93,7 @@ CLAIMS = (
         rule=Rule.at_least(0.1),
         control="the same gains for each model alone (strong alone over the strong "
         "checkpoints, weak alone over the weak checkpoints)",
+        expect="partly reproduced",
     ),
     Claim(
         "strong-refuses",
