@@ -24,9 +24,9 @@ from lib.misuse_combos.reference import (  # noqa: E402
 def main():
     vocab = Mc.build_vocab()
     g = torch.Generator().manual_seed(0)
-    model = Mc.make_model(vocab, 64, 2, 48, g).eval()
+    model = Mc.make_model(vocab, 64, 2, 40, g).eval()
     rng = random.Random(0)
-    prompts = [Mc.random_task(rng, rng.randint(1, 5))["prompt"] for _ in range(200)]
+    prompts = [Mc.random_task(rng, rng.randint(1, 4), 4)["prompt"] for _ in range(200)]
     return [
         compare(
             "greedy decoding, 200 prompts × 7 tokens (padded batch vs one at a time)",
