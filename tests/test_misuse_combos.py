@@ -1,0 +1,349 @@
+"""Tests of lib.misuse_combos: the task world's known answers, the padded greedy decoder
+against one-prompt-at-a-time sampling, bag-of-words against a loop, the grid against
+one attack per checkpoint pair, training and refusal learning at a small size, the
+moderation classifier, bad inputs, the FULL path shrunk, the claims' controls, the CLI,
+CUDA parity and the exercises."""
+
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lib import misuse_combos as Mc
+from lib.misuse_combos.reference import (
+    bag_of_words_naive,
+    generate_naive,
+    grid_naive,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = Mc.Config(
+    max_digits=2,
+    block_size=32,
+    strong_d=16,
+    strong_layers=1,
+    strong_steps=6,
+    weak_d=8,
+    weak_layers=1,
+    weak_steps=4,
+    n_train_strong=64,
+    n_train_weak=64,
+    batch_size=16,
+    strong_checkpoints=(0.5, 1.0),
+    weak_checkpoints=(0.0, 1.0),
+    n_eval=6,
+    n_moderation=40,
+    n_moderation_test=40,
+    claim_seeds=(0, 1),
+)
+
+
+def _g(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def _model(d=16, layers=1, seed=0, block=32):
+    return Mc.make_model(Mc.build_vocab(), d, layers, block, _g(seed)).eval()
+
+
+# --- the task world ---
+
+
+def test_numbers_and_goal_known_answers():
+    assert Mc.number(123) == ["3", "2", "1"] and Mc.number(0) == ["0"]
+    assert Mc.number(12, 4) == ["2", "1", "0", "0"]
+    assert Mc.value(["3", "2", "1"]) == 123 and Mc.value([]) is None
+    assert Mc.value(["1", "refuse"]) is None and Mc.value(["2", "1", "0"]) == 12
+    assert Mc.h_sum(47, 85, 2) == ["2", "3", "1"]  # 132
+    assert Mc.g_edit(["2", "3", "1", "9"]) == ["5", "6", "4", "2"]
+    assert Mc.target(47, 85, 2) == ["5", "6", "4"]
+    assert Mc.target(1, 2, 3) == ["6", "3", "3", "3"]  # 0003 shifted
+    for n in (0, 7, 12345):
+        assert Mc.value(Mc.number(n)) == n
+
+
+def test_prompts_and_labels():
+    assert Mc.add_prompt(12, 3, 2) == ["add", "2", "1", "+", "3", "0"]
+    assert Mc.task_prompt(12, 3, "mask", 2) == ["mask", "add", "2", "1", "+", "3", "0"]
+    rng = random.Random(0)
+    vocab = Mc.build_vocab()
+    for _ in range(300):
+        p, label, ans = Mc.labelled_prompt(rng, 4)
+        assert label == int(any(w in p for w in Mc.FORBIDDEN_WORDS))
+        assert all(t in vocab.stoi for t in p + ans)
+        sp, sa = Mc.strong_example(rng, 4)
+        if any(w in sp for w in Mc.FORBIDDEN_WORDS):
+            assert sa == [Mc.REFUSE]
+        wp, wa = Mc.weak_example(rng, 4, 2)
+        assert Mc.REFUSE not in wa  # the weak model never refuses
+    t = Mc.random_task(random.Random(1), 3, 4)
+    assert 100 <= t["a"] <= 999 and t["goal"] == Mc.target(t["a"], t["b"], 4)
+    assert len(t["prompt"]) == 2 * 4 + 3  # a fixed layout
+
+
+def test_encode_examples_masks_the_answer():
+    vocab = Mc.build_vocab()
+    x, y, m = Mc.encode_examples(vocab, [(["add", "1", "+", "2"], ["3"])], 16)
+    toks = vocab.decode(x[0, : int((x[0] != 0).sum())])
+    assert toks == ["<bos>", "add", "1", "+", "2", "=", "3"]
+    assert vocab.decode(y[0][m[0]]) == ["3", "<eos>"]
+
+
+# --- kernels against their naive references ---
+
+
+def test_generate_matches_naive_sampling():
+    vocab = Mc.build_vocab()
+    model = _model(d=16, seed=3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5, generator=_g(4))  # a model that does not emit eos at once
+    rng = random.Random(2)
+    prompts = [Mc.random_task(rng, rng.randint(1, 3), 3)["prompt"] for _ in range(9)]
+    fast = Mc.generate(model, vocab, prompts, 6)
+    slow = generate_naive(model, vocab, prompts, 6)
+    assert fast == slow
+    assert any(len(a) > 0 for a in fast)
+
+
+def test_bag_of_words_matches_loop():
+    vocab = Mc.build_vocab()
+    prompts = [["add", "1", "1", "+", "1"], ["mask", "copy", "mask"], []]
+    X = Mc.bag_of_words(vocab, prompts)
+    assert X.tolist() == bag_of_words_naive(vocab, prompts)
+    assert X[1, vocab.stoi["mask"]] == 2
+
+
+def test_grid_matches_one_attack_per_pair():
+    vocab = Mc.build_vocab()
+    strong, weak = _model(16, seed=5), _model(8, seed=6)
+    ss = {k: {n: v + 0.01 * k for n, v in strong.state_dict().items()} for k in (1, 2)}
+    ws = {k: {n: v - 0.01 * k for n, v in weak.state_dict().items()} for k in (0, 3)}
+    tasks = Mc.make_tasks(0, (2,), 5)
+    fast = Mc.grid(ss, ws, strong, weak, vocab, tasks, 2, "cpu")
+    slow = grid_naive(ss, ws, strong, weak, vocab, tasks, 2)
+    assert fast == slow
+
+
+# --- training, refusal, moderation ---
+
+
+def test_training_learns_refusal_and_checkpoints():
+    """A small strong model learns to refuse forbidden prompts and to answer benign
+    ones (a learned behaviour, not a rule)."""
+    cfg = dataclasses.replace(
+        TINY, strong_d=32, strong_layers=2, strong_steps=150, n_train_strong=2000,
+        lr=3e-3, strong_checkpoints=(0.0, 1.0),
+    )  # fmt: skip
+    vocab = Mc.build_vocab()
+    model, states = Mc.train_model("strong", cfg, vocab, 0)
+    assert sorted(states) == [0, 150]
+    assert not torch.equal(states[0]["tok.weight"], states[150]["tok.weight"])
+    final = Mc.at_checkpoint(model, states[150])
+    tasks = Mc.make_tasks(3, (1, 2), 20)
+    out = Mc.generate(final, vocab, [t["prompt"] for t in tasks], 4)
+    assert sum(o[:1] == [Mc.REFUSE] for o in out) / len(out) > 0.9
+    subs = Mc.generate(
+        final, vocab, [Mc.add_prompt(t["a"], t["b"], 2) for t in tasks], 4
+    )
+    assert sum(o[:1] == [Mc.REFUSE] for o in subs) / len(subs) < 0.1
+
+
+def test_moderator_learns_the_labels():
+    vocab = Mc.build_vocab()
+    mod = Mc.Moderator(vocab).fit(*Mc.labelled_set(400, 3, random.Random(0)))
+    p, lab = Mc.labelled_set(300, 3, random.Random(1))
+    pred = mod.flag(p)
+    assert (pred == torch.tensor(lab, dtype=torch.bool)).double().mean() > 0.95
+    assert not mod.flag([Mc.add_prompt(123, 456, 3)]).any()
+
+
+# --- bad inputs ---
+
+
+@pytest.mark.parametrize(
+    "call, err, name",
+    [
+        (lambda: Mc.number(-1), ValueError, "n"),
+        (lambda: Mc.number(1.5), TypeError, "n"),
+        (lambda: Mc.g_edit(["1", "x"]), ValueError, "digits"),
+        (lambda: Mc.task_prompt(1, 2, "add", 2), ValueError, "word"),
+        (lambda: Mc.number(123, 2), ValueError, "width"),
+        (lambda: Mc.random_task(random.Random(0), 3, 2), ValueError, "width"),
+        (lambda: Mc.draw_operands(random.Random(0), 0), ValueError, "d"),
+        (lambda: Mc.training_set("medium", 3, 2, random.Random(0)), ValueError, "kind"),
+        (lambda: Mc.Config(max_digits=0), ValueError, "max_digits"),
+        (lambda: Mc.Config(block_size=20), ValueError, "block_size"),
+        (lambda: Mc.Config(lr=0), ValueError, "lr"),
+        (lambda: Mc.Config(weak_checkpoints=(1.5,)), ValueError, "weak_checkpoints"),
+        (lambda: Mc.Config(claim_seeds=(1, 1)), ValueError, "claim_seeds"),
+        (lambda: Mc.Config(n_eval=True), TypeError, "n_eval"),
+        (lambda: Mc.generate(_model(), Mc.build_vocab(), [], 3), ValueError, "prompts"),
+        (
+            lambda: Mc.generate(_model(), Mc.build_vocab(), [["add"] * 30], 5),
+            ValueError,
+            "max_new",
+        ),
+        (
+            lambda: Mc.encode_examples(Mc.build_vocab(), [(["add"] * 40, ["1"])], 16),
+            ValueError,
+            "block_size",
+        ),
+        (lambda: Mc.Moderator(Mc.build_vocab()).flag([["add"]]), RuntimeError, "fit"),
+        (
+            lambda: Mc.Moderator(Mc.build_vocab()).fit([["add"], ["add"]], [0, 0]),
+            ValueError,
+            "labels",
+        ),
+        (
+            lambda: Mc.make_model(Mc.build_vocab(), 8, 1, 16, None),
+            TypeError,
+            "generator",
+        ),
+    ],
+)
+def test_bad_inputs(call, err, name):
+    with pytest.raises(err, match=name):
+        call()
+
+
+def test_train_checkpoints_bad_inputs():
+    m = _model()
+    x = torch.zeros(4, 5, dtype=torch.long)
+    kw = dict(steps=3, batch_size=2, lr=1e-3, generator=_g())
+    with pytest.raises(ValueError, match="checkpoints"):
+        Mc.train_checkpoints(m, x, x, x.bool(), checkpoints=[5], **kw)
+    with pytest.raises(ValueError, match="steps"):
+        Mc.train_checkpoints(m, x, x, x.bool(), checkpoints=[0], **(kw | {"steps": 0}))
+
+
+# --- FULL path, claims, CLI, CUDA ---
+
+
+def test_presets():
+    assert Mc.SMOKE.seed == Mc.FULL.seed == 0
+    assert Mc.FULL.strong_steps > Mc.SMOKE.strong_steps
+    assert Mc.FULL.max_digits >= Mc.SMOKE.max_digits
+    assert not set(Mc.NOTEBOOK_SEEDS) & set(Mc.TUNING_SEEDS)
+
+
+def test_full_path_shrunk():
+    """FULL's code path (run_experiment) with every size cut."""
+    cfg = dataclasses.replace(
+        Mc.FULL, **{f.name: getattr(TINY, f.name) for f in dataclasses.fields(TINY)}
+    )
+    res = Mc.run_experiment(cfg, "cpu")
+    assert set(res) == {"runs", "claims"} and set(res["runs"]) == {"0", "1"}
+    ids = {c.id for c in Mc.CLAIMS if c.rule is not None}
+    assert set(res["claims"]) == ids
+    for v in res["claims"].values():
+        assert set(v["values"]) == {0, 1} and set(v["control"]) == {0, 1}
+    json.dumps(res)  # plain numbers only
+    r = res["runs"]["0"]
+    for c in Mc.CONDITIONS:
+        assert len(r["grid"][c]) == 2 and len(r["grid"][c][0]) == 2
+        assert all(0 <= v <= 1 for row in r["grid"][c] for v in row)
+
+
+def _fake_run(manual, auto, gold, strong, weak, refused, sub_refused, flags):
+    d = [1, 2]
+    by = {
+        "strong": [0.0, strong], "weak": [0.9, weak], "manual": [1.0, manual],
+        "auto": [1.0, auto], "auto_gold": [1.0, gold], "refused": [refused] * 2,
+        "sub_refused": [sub_refused] * 2, "sub_ok": [1.0, 1.0],
+    }  # fmt: skip
+    return {
+        "digits": d, "by_d": by,
+        "control_by_d": by | {"manual": [0.9, weak], "auto": [0.9, weak],
+                              "refused": [0.0, 0.0], "sub_refused": [0.0, 0.0]},
+        "grid": {
+            "manual": [[0.0, 0.1, 0.2], [0.0, 0.2, manual]],
+            "auto": [[0.0, 0.0, 0.0], [0.0, 0.0, auto]],
+            "strong": [[0.0] * 3, [0.0] * 3], "weak": [[0.0] * 3, [0.0] * 3],
+        },
+        "strong_steps": [10, 20], "weak_steps": [0, 5, 10],
+        "moderation": {"manual_strong": flags, "auto_strong": flags, "task": 0.97},
+    }  # fmt: skip
+
+
+def test_claim_statistics_and_controls_separate():
+    """On runs where the combination works, every tested claim holds and its control
+    fails; with the strong model's capability removed the combination claims fail."""
+    runs = {s: _fake_run(0.8, 0.6, 0.8, 0.0, 0.02, 1.0, 0.0, 0.0) for s in (1, 2, 3)}
+    res = {r.claim.id: r for r in Mc.judge(Mc.measure_claims(None, (1, 2, 3),
+                                                             runs=runs))}  # fmt: skip
+    for cid, r in res.items():
+        if r.summary is None:
+            continue
+        assert r.claim.rule.holds(r.summary.mean), cid
+        assert not r.control_holds, cid
+    bad = {s: _fake_run(0.03, 0.02, 0.03, 0.0, 0.02, 1.0, 0.0, 0.5) for s in (1, 2, 3)}
+    res = {r.claim.id: r for r in Mc.judge(Mc.measure_claims(None, (1, 2, 3),
+                                                             runs=bad))}  # fmt: skip
+    for cid in ("combo-beats", "auto-works", "moderation-passes", "scales-both"):
+        assert not res[cid].claim.rule.holds(res[cid].summary.mean), cid
+
+
+def test_weak_in_strong_place_control_at_small_size():
+    """The control attack (weak + weak) runs on the same tasks and its strong-alone
+    condition never refuses (the weak model was never taught to)."""
+    r = Mc.seed_run(TINY, 0)
+    assert sum(r["control_by_d"]["refused"]) == 0.0
+    assert set(r["moderation"]) >= {"task", "manual_strong", "auto_strong", "accuracy"}
+
+
+def test_worker_processes_give_the_same_runs():
+    one = Mc.run_seeds(TINY, (0, 1), processes=1)
+    two = Mc.run_seeds(TINY, (0, 1), processes=2)
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+
+
+def test_cli_smoke_writes_smoke_file(tmp_path):
+    code = (
+        "import runpy, sys, lib.misuse_combos as b; "
+        f"b.SMOKE = b.{TINY!r}; "
+        "sys.argv = ['lib.misuse_combos', '--preset', 'SMOKE', '--device', 'cpu']; "
+        "runpy.run_module('lib.misuse_combos', run_name='__main__', alter_sys=True)"
+    )
+    env = os.environ | {"BOOK_RESULTS_DIR": str(tmp_path), "TQDM_DISABLE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert not (tmp_path / "misuse_combos.json").exists()
+    data = json.loads((tmp_path / "misuse_combos.smoke.json").read_text())
+    assert data["preset"] == "SMOKE"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cpu_and_cuda_agree():
+    vocab = Mc.build_vocab()
+    model = _model(d=16, seed=7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5, generator=_g(8))
+    rng = random.Random(3)
+    prompts = [Mc.random_task(rng, 2, 2)["prompt"] for _ in range(6)]
+    x = torch.tensor([vocab.encode(["<bos>"] + prompts[0])])
+    a = model(x)
+    b = model.to("cuda")(x.cuda()).cpu()
+    assert torch.allclose(a, b, atol=1e-4)
+    assert Mc.generate(model, vocab, prompts, 4, "cuda") == Mc.generate(
+        model.cpu(), vocab, prompts, 4, "cpu"
+    )
+
+
+def test_exercise_self_checks():
+    from lib.misuse_combos import exercises as X
+
+    assert X.ex1(465).ok and not X.ex1(132).ok
+    assert X.ex2(0.684).ok and not X.ex2(0.9).ok
+    rate = X.unseen_word_flag_rate()
+    assert 0.0 <= rate <= 1.0 and X.ex3(rate).ok
+    assert X.ex4("edit").ok and not X.ex4("none").ok
