@@ -9,10 +9,14 @@ SLUG    ?=
 CHAPTERS = $(if $(SLUG),book/$(SLUG).ipynb,$(filter-out book/_%,$(wildcard book/*.ipynb)))
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
                --nbval-cell-timeout=600 -p no:cacheprovider --durations=0
-# JOBS: pytest-xdist workers for `make unit` and `make nbval` (one test file or notebook per worker;
-# default: one per CPU). Chapter runtimes for the status page come from `make nbval JOBS=1`.
-JOBS    ?= $(shell nproc 2>/dev/null || echo 1)
-XDIST    = $(if $(filter-out 0 1,$(JOBS)),-n $(JOBS) --dist loadfile,-p no:xdist)
+# JOBS: pytest-xdist workers for `make unit` (one test file per worker, one BLAS/OpenMP thread
+# each so that workers do not oversubscribe the cores; default: one per CPU). NBVAL_JOBS: the same
+# for `make nbval` (default 1: notebooks compare printed numbers, and chapter runtimes for the
+# status page are measured one notebook at a time).
+JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
+NBVAL_JOBS ?= 1
+xdist       = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadfile,-p no:xdist)
+one_thread  = $(if $(filter-out 0 1,$(1)),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
@@ -57,11 +61,12 @@ book: setup
 test: setup chromium unit nbval book html pdf
 
 unit: setup
-	$(BIN)/python -m pytest tests --ignore=tests/test_html.py --ignore=tests/test_pdf.py \
-	  -p no:cacheprovider -q $(XDIST)
+	$(call one_thread,$(JOBS)) $(BIN)/python -m pytest tests --ignore=tests/test_html.py \
+	  --ignore=tests/test_pdf.py -p no:cacheprovider -q $(call xdist,$(JOBS))
 
 nbval: setup
-	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(BIN)/python -m pytest $(NBVAL_FLAGS) $(XDIST) $(CHAPTERS)
+	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(call one_thread,$(NBVAL_JOBS)) $(BIN)/python -m pytest \
+	  $(NBVAL_FLAGS) $(call xdist,$(NBVAL_JOBS)) $(CHAPTERS)
 
 ## make status: the status page, the README's chapter table and the claims ledger page, from the last
 ## nbval run's runtimes (_build/nbval_status.json, merged into book/_data/nbval_status.json)

@@ -2,9 +2,9 @@
 
 - With BOOK_NBVAL_STATUS=1 (``make nbval``) it records each notebook's wall time and outcome in
   _build/nbval_status.json (untracked); ``make status`` copies them to the status page. Under
-  pytest-xdist (``make nbval JOBS=2``) each worker records its own notebooks (the file is updated
+  pytest-xdist (``make nbval NBVAL_JOBS=2``) each worker records its own notebooks (the file is updated
   under a lock) and marks them with the number of workers: such runtimes share the CPU with another
-  notebook, so ``make status`` does not copy them (time chapters with ``JOBS=1``).
+  notebook, so ``make status`` does not copy them.
 - Progress bars are switched off (TQDM_DISABLE=1) for every kernel nbval starts, so a plain
   ``pytest --nbval book/`` without ``make`` compares the same outputs as ``make nbval``.
 """
