@@ -67,8 +67,13 @@ def fit_probe(
     if int(y.min()) < 0:
         raise ValueError(f"y: expected class indices >= 0, got {int(y.min())}")
     n_classes = int(y.max()) + 1
+    from threadpoolctl import threadpool_limits
+
     m = LogisticRegression(C=C, max_iter=check_int("max_iter", max_iter, 1))
-    m.fit(z.detach().cpu().double().numpy(), y.cpu().numpy())
+    # one BLAS thread: the same arithmetic whatever OMP_NUM_THREADS says, and no
+    # oversubscription (L-BFGS on a 64-d problem gains nothing from threads)
+    with threadpool_limits(limits=1):
+        m.fit(z.detach().cpu().double().numpy(), y.cpu().numpy())
     w = torch.zeros(n_classes, z.shape[1], dtype=torch.float64)
     b = torch.full((n_classes,), -torch.inf, dtype=torch.float64)
     coef, icpt = torch.as_tensor(m.coef_), torch.as_tensor(m.intercept_)
