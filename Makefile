@@ -9,14 +9,17 @@ SLUG    ?=
 CHAPTERS = $(if $(SLUG),book/$(SLUG).ipynb,$(filter-out book/_%,$(wildcard book/*.ipynb)))
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
                --nbval-cell-timeout=600 -p no:cacheprovider --durations=0
-# JOBS: pytest-xdist workers for `make unit` (one test file per worker, one BLAS/OpenMP thread
-# each so that workers do not oversubscribe the cores; default: one per CPU). NBVAL_JOBS: the same
-# for `make nbval` (default 1: notebooks compare printed numbers, and chapter runtimes for the
-# status page are measured one notebook at a time).
+# JOBS: pytest-xdist workers for `make unit` (one test file per worker, one BLAS/OpenMP/torch
+# thread each so that workers do not oversubscribe the cores; default: one per CPU). NBVAL_JOBS:
+# the same for `make nbval`, default 1: the committed outputs are those of a run with the
+# chapters' own thread settings, and a run on two workers with one thread each changed printed
+# digits in several chapters (reductions split differently); the status page's runtimes are
+# measured one notebook at a time (parallel runs are not recorded there; see conftest.py).
 JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
 NBVAL_JOBS ?= 1
 xdist       = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadfile,-p no:xdist)
-one_thread  = $(if $(filter-out 0 1,$(1)),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)
+one_thread  = $(if $(filter-out 0 1,$(1)),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+              BOOK_THREADS=1)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
