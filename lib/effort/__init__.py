@@ -46,6 +46,7 @@ from .data import (
     upsample_fake,
 )
 from .experiment import (
+    CLAIM_ARMS,
     angle_summary,
     asymmetry,
     auc,
@@ -98,8 +99,8 @@ class Config:
     seen: str = "nearest"  # the generator family the detector is trained on
     n_train: int = 1000  # real training patches (and as many fakes)
     n_val: int = 300
-    n_test: int = 400  # test reals, and test fakes per generator
-    steps: int = 120
+    n_test: int = 300  # test reals, and test fakes per generator
+    steps: int = 100
     batch: int = 64
     n_res: int = 1  # Effort's trainable residual triplets per projection
     pca_k: int = 24  # the PCA generator's components (of 256)
@@ -122,7 +123,8 @@ class Config:
             check_nonnegative(name, getattr(self, name))
         if set(self.lrs) != set(ARMS):
             raise ValueError(
-                f"lrs: expected a learning rate for each of {ARMS}, got {sorted(self.lrs)}"
+                f"lrs: expected a learning rate for each of {ARMS}, got "
+                f"{sorted(self.lrs)}"
             )
         for arm, lr in self.lrs.items():
             check_positive(f"lrs[{arm!r}]", lr)
@@ -136,10 +138,12 @@ SMOKE = Config()
 FULL = Config(n_train=5000, n_val=1000, n_test=2000, steps=500, batch=128)
 
 
-def run_experiment(cfg: Config, device) -> dict:
+def run_experiment(cfg: Config, device=None) -> dict:
     """The FULL entry point: every arm on the notebook seeds, and the claims."""
+    from lib.common import device as pick_device
+
     found = load_foundation()
-    runs = run_seeds(cfg, cfg.claim_seeds, found, device)
+    runs = run_seeds(cfg, cfg.claim_seeds, found, pick_device(device))
     from .claims import measure_from_runs
 
     slim = {
@@ -154,8 +158,8 @@ __all__ = [
     "GENERATORS", "PatchAE", "blend_fake", "dct_fake", "dct_matrix", "make_fakes",
     "pca_basis", "pca_fake", "real_images", "sample_patches", "train_ae",
     "upsample_fake",
-    "angle_summary", "asymmetry", "auc", "evaluate", "prepare_seed", "run_seed",
-    "run_seeds", "summarise", "train_detector", "tune",
+    "CLAIM_ARMS", "angle_summary", "asymmetry", "auc", "evaluate", "prepare_seed",
+    "run_seed", "run_seeds", "summarise", "train_detector", "tune",
     "ARMS", "PROJ", "Detector", "LoRALinear", "SVDResidualLinear", "ViT", "adapt",
     "adapted_layers", "attention_weights", "effective_rank", "effort_parameter_count",
     "explained_variance", "principal_angles", "trainable_parameters",

@@ -33,18 +33,26 @@ COMMAND = "python -m lib.effort pretrain"
 class PretrainConfig:
     seed: int = 0
     n_patches: int = 20000
-    steps: int = 3000
+    steps: int = 2000
     batch: int = 128
     lr: float = 2e-3
     dim: int = 32
     depth: int = 2
     heads: int = 2
-    ae_steps: int = 1500
+    ae_steps: int = 800
 
     def __post_init__(self):
         for name in ("seed",):
             check_int(name, getattr(self, name), 0)
-        for name in ("n_patches", "steps", "batch", "dim", "depth", "heads", "ae_steps"):
+        for name in (
+            "n_patches",
+            "steps",
+            "batch",
+            "dim",
+            "depth",
+            "heads",
+            "ae_steps",
+        ):
             check_int(name, getattr(self, name), 1)
         check_positive("lr", self.lr)
 

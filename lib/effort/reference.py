@@ -71,7 +71,8 @@ def attention_loops(x: torch.Tensor, attn) -> torch.Tensor:
 
 
 def principal_angles_scipy(a: torch.Tensor, b: torch.Tensor, k: int) -> np.ndarray:
-    """scipy's subspace angles between the top-``k`` left singular vectors, ascending."""
+    """scipy's subspace angles between the top-``k`` left singular vectors
+    (ascending)."""
     from scipy.linalg import subspace_angles
 
     ua = np.linalg.svd(a.double().numpy())[0][:, :k]
