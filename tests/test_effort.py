@@ -319,3 +319,12 @@ def test_cpu_cuda_parity(found):
         out[dev] = E.evaluate(net, data, dev)
     for k in E.GENERATORS:
         assert abs(out["cpu"][k] - out["cuda"][k]) < 1e-3
+
+
+def test_every_arm_starts_from_the_same_head(found):
+    data = E.prepare_seed(TINY, 0, found)
+    heads = [
+        E.train_detector(TINY, found["vit"], a, 1e-12, data, 0)[0].head.weight
+        for a in ("probe", "lora4", "effort", "full")
+    ]
+    assert all(torch.allclose(heads[0], h, atol=1e-8) for h in heads)

@@ -92,9 +92,10 @@ def train_detector(
     """
     check_choice("arm", arm, ARMS)
     g_init = make_generator(seed * 1009 + 1)
+    head_seed = int(torch.randint(2**31, (1,), generator=g_init))  # same for all arms
     n_res = cfg.n_res if n_train is None else n_train
-    bb = adapt(backbone, arm, n_res, generator=g_init)
-    torch.manual_seed(int(torch.randint(2**31, (1,), generator=g_init)))
+    bb = adapt(backbone, arm, n_res, generator=g_init)  # LoRA's A draws from g_init
+    torch.manual_seed(head_seed)
     net = Detector(bb).to(device)
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
