@@ -119,7 +119,10 @@ def pretrain(cfg: PretrainConfig = PRETRAIN, device="cpu") -> dict:
 
 def save_foundation(state: dict, path=FOUNDATION_FILE, provenance: dict | None = None):
     """Write the pretrained pair with its command and provenance."""
-    state = dict(state, command=COMMAND, provenance=provenance or {})
+    import json
+
+    prov = json.loads(json.dumps(provenance or {}, default=str))  # plain types only
+    state = dict(state, command=COMMAND, provenance=prov)
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(state, path)
