@@ -86,8 +86,7 @@ from .pretrain import (
 #: each arm's learning rate, chosen on TUNING_SEEDS by the seen generator's
 #: validation loss (see .claims)
 LRS = {
-    "probe": 3e-2, "full": 1e-3, "lora1": 1e-2, "lora4": 1e-2, "effort": 1e-2,
-    "effort_reg": 1e-2, "principal": 1e-2, "middle": 1e-2,
+    "probe": 0.01, "full": 0.003, "lora1": 0.03, "lora4": 0.03, "effort": 0.03, "effort_reg": 0.01, "principal": 0.01, "middle": 0.03,
 }  # fmt: skip
 
 
