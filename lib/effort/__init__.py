@@ -86,7 +86,8 @@ from .pretrain import (
 #: each arm's learning rate, chosen on TUNING_SEEDS by the seen generator's
 #: validation loss (see .claims)
 LRS = {
-    "probe": 0.01, "full": 0.003, "lora1": 0.03, "lora4": 0.03, "effort": 0.03, "effort_reg": 0.01, "principal": 0.01, "middle": 0.03,
+    "probe": 0.01, "full": 0.003, "lora1": 0.03, "lora4": 0.03, "effort": 0.03,
+    "effort_reg": 0.01, "principal": 0.01, "middle": 0.03,
 }  # fmt: skip
 
 
