@@ -328,3 +328,12 @@ def test_every_arm_starts_from_the_same_head(found):
         for a in ("probe", "lora4", "effort", "full")
     ]
     assert all(torch.allclose(heads[0], h, atol=1e-8) for h in heads)
+
+
+def test_exercise_self_checks():
+    from lib.effort import exercises as ex
+
+    assert ex.ex1(73_776).ok and not ex.ex1(196_704)
+    assert ex.ex2(196_608).ok and not ex.ex2(98_304)
+    assert ex.ex3(4.0).ok and not ex.ex3(32)
+    assert ex.ex4("full").ok and not ex.ex4("effort")

@@ -3,7 +3,8 @@
 
 Zhiyuan Yan, Jiangming Wang, Peng Jin, Ke-Yue Zhang, Chengchun Liu, Shen Chen, Taiping
 Yao, Shouhong Ding, Baoyuan Wu, Li Yuan. ICML 2025 (oral). arXiv:2411.15633 ·
-https://arxiv.org/abs/2411.15633 · code: https://github.com/YZY-stack/Effort-AIGI-Detection
+https://arxiv.org/abs/2411.15633 · code:
+https://github.com/YZY-stack/Effort-AIGI-Detection
 
 Claim: fine-tuning a vision foundation model to tell real from generated images
 collapses its feature space onto the few directions that separate the training

@@ -20,23 +20,23 @@ def ex1(answer) -> Feedback:
     )  # fmt: skip
 
 
-def ex2(answer) -> Feedback:
+def ex3(answer) -> Feedback:
     """Features isotropic in 4 directions and exactly zero in the other 28: their
     effective rank."""
     g = torch.Generator().manual_seed(0)
     z = torch.zeros(50000, 32)
     z[:, :4] = torch.randn(50000, 4, generator=g)
     return check_number(
-        "effort ex2", answer, effective_rank(z), atol=0.05,
+        "effort ex3", answer, effective_rank(z), atol=0.05,
         hint="exp of the entropy of four equal shares",
     )  # fmt: skip
 
 
-def ex3(answer) -> Feedback:
+def ex2(answer) -> Feedback:
     """LoRA of rank 1 on the q, k, v, o projections of CLIP ViT-L/14 (24 blocks, width
     1024): how many trainable backbone parameters?"""
     return check_number(
-        "effort ex3", answer, 24 * 4 * 2 * 1024, rtol=1e-9,
+        "effort ex2", answer, 24 * 4 * 2 * 1024, rtol=1e-9,
         hint="B is 1024×1 and A is 1×1024 for each projection",
     )  # fmt: skip
 
