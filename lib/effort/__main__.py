@@ -1,6 +1,6 @@
 """``python -m lib.effort --preset FULL`` writes results/effort.json (``--preset
 SMOKE`` for a check); ``python -m lib.effort pretrain`` re-trains the stored
-foundation model (results/effort_foundation.pt, about 4 min on a 2-core CPU)."""
+foundation model (results/effort_foundation.pt, under a minute on a 2-core CPU)."""
 
 import sys
 
