@@ -35,7 +35,7 @@ def prepared():
     return K.prepare_seed(TINY, 0)
 
 
-# --- data and the graph autoencoder ----------------------------------------------------
+# --- data and the graph autoencoder ---------------------------------------------------
 
 
 def test_umls_from_the_wheel():
@@ -55,7 +55,10 @@ def test_adjacency_matches_naive():
 
 def test_link_prediction_matches_naive():
     kg = K.load_kg("nations")
-    Z, R = torch.randn(kg.n_entities, 8, generator=g(1)), torch.randn(110, 8, generator=g(2))
+    Z, R = (
+        torch.randn(kg.n_entities, 8, generator=g(1)),
+        torch.randn(110, 8, generator=g(2)),
+    )
     ours, ref = K.link_prediction(Z, R, kg), naive_link_prediction(Z, R, kg)
     assert ours["mrr"] == pytest.approx(ref["mrr"], abs=1e-6)
     assert ours["hits10"] == pytest.approx(ref["hits10"], abs=1e-6)
@@ -64,12 +67,13 @@ def test_link_prediction_matches_naive():
 def test_gae_learns_nations():
     kg = K.load_kg("nations")
     Z, R = K.train_gae(kg, dim=16, steps=60, generator=g(0))
-    assert K.link_prediction(Z, R, kg)["mrr"] > K.link_prediction(
-        torch.randn_like(Z), R, kg
-    )["mrr"]
+    assert (
+        K.link_prediction(Z, R, kg)["mrr"]
+        > K.link_prediction(torch.randn_like(Z), R, kg)["mrr"]
+    )
 
 
-# --- diffusion -------------------------------------------------------------------------
+# --- diffusion ------------------------------------------------------------------------
 
 
 def test_ddim_is_the_usual_vp_update():
@@ -89,13 +93,14 @@ def test_fixed_point_refinement_makes_inversion_more_exact():
     assert err[1] < 0.1 * err[0]
 
 
-# --- the watermark ---------------------------------------------------------------------
+# --- the watermark --------------------------------------------------------------------
 
 
 def test_inject_and_distance_match_naive():
     key = K.make_key((2, 8, 8), 10, 4, g(1))
     mask, n = K.ring_mask((2, 8, 8), 1.0, 2.1), torch.randn(5, 2, 8, 8, generator=g(2))
-    assert torch.allclose(K.inject(n, mask, key.signature), naive_inject(n, mask, key.signature), atol=1e-5)  # fmt: skip
+    ours, ref = K.inject(n, mask, key.signature), naive_inject(n, mask, key.signature)
+    assert torch.allclose(ours, ref, atol=1e-5)
     d, ref = K.distance(n, mask, key.signature), naive_distance(n, mask, key.signature)
     assert torch.allclose(d, ref, atol=1e-4)
 
@@ -152,13 +157,14 @@ def test_shuffle_keeps_each_nodes_profile():
 
 
 def test_auc_matches_naive():
-    pos, neg = torch.randn(20, generator=g(1)).tolist(), torch.randn(30, generator=g(2)).tolist()  # fmt: skip
+    pos = torch.randn(20, generator=g(1)).tolist()
+    neg = torch.randn(30, generator=g(2)).tolist()
     assert K.auc(pos, neg) == pytest.approx(naive_auc(pos, neg))
     assert K.auc([1.0, 1.0], [1.0]) == 0.5
     assert K.tpr_at_fpr([10.0, 11.0], [0.0, 1.0, 0.5]) == 1.0
 
 
-# --- the pipeline at a tiny size ---------------------------------------------------------
+# --- the pipeline at a tiny size ------------------------------------------------------
 
 
 def test_detector_is_blind_to_a_permutation_only_with_alignment(prepared):
@@ -179,11 +185,16 @@ def test_full_path_shrunk():
     assert set(out["measured"]) == {c.id for c in K.CLAIMS if c.rule is not None}
     r = out["runs"]["0"]
     assert 0 <= r["kgmark"]["none"]["auc"] <= 1 and r["original"]["mrr"] > 0
-    results = K.judge({k: {kk: {int(s): x for s, x in vv.items()} for kk, vv in v.items()} for k, v in out["measured"].items()})  # noqa: E501
+    results = K.judge(
+        {
+            k: {kk: {int(s): x for s, x in vv.items()} for kk, vv in v.items()}
+            for k, v in out["measured"].items()
+        }
+    )  # noqa: E501
     assert len(results) == len(K.CLAIMS)
 
 
-# --- bad inputs ---------------------------------------------------------------------------
+# --- bad inputs -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -213,9 +224,16 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="x0"):
         K.ddim_invert(m, torch.zeros(2, 4, 4), K.sigma_grid(2))
     with pytest.raises(ValueError, match="kind"):
-        K.attack((torch.zeros(3, 2), torch.zeros(0, 3, dtype=torch.long)), "melt", TINY, g())
+        K.attack(
+            (torch.zeros(3, 2), torch.zeros(0, 3, dtype=torch.long)), "melt", TINY, g()
+        )
     with pytest.raises(ValueError, match="size"):
-        K.learn_mask(torch.zeros(1, 1, 1, 2, 2), torch.zeros(1, 1, 1, 2, 2), torch.zeros(1, 2, 2, dtype=torch.complex64), 0)  # noqa: E501
+        K.learn_mask(
+            torch.zeros(1, 1, 1, 2, 2),
+            torch.zeros(1, 1, 1, 2, 2),
+            torch.zeros(1, 2, 2, dtype=torch.complex64),
+            0,
+        )  # noqa: E501
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -130,7 +130,12 @@ def measure_from_runs(runs: dict) -> dict:
             statistics.fmean(km[a]["auc"] for a in EDITS),
             statistics.fmean(r["tree-ring"][a]["auc"] for a in EDITS),
         )  # fmt: skip
-        put("align-permutation", s, km["shuffle"]["auc"], r["no-align"]["shuffle"]["auc"])
+        put(
+            "align-permutation",
+            s,
+            km["shuffle"]["auc"],
+            r["no-align"]["shuffle"]["auc"],
+        )
         put(
             "redundancy-deletion", s,
             km["delete"]["auc"], r["no-redundancy"]["delete"]["auc"],

@@ -35,7 +35,9 @@ class Denoiser(nn.Module):
             with torch.no_grad():
                 for p in self.parameters():
                     bound = 1 / max(p.shape[-1], 1) ** 0.5
-                    p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
+                    p.copy_(
+                        torch.rand(p.shape, generator=generator) * 2 * bound - bound
+                    )
 
     def forward(self, x_in, c_noise):
         flat = x_in.flatten(1)  # (B, C·h·w)

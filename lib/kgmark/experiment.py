@@ -122,7 +122,9 @@ def watermark(P, key, scheme, cfg, generator=None):
     groups = _groups(P, Zs, P.kg.train, key, scheme, cfg)  # (G, C)
     G = len(groups)
     if G > cfg.max_groups:
-        raise ValueError(f"max_groups: expected at least {G} latents, got {cfg.max_groups}")
+        raise ValueError(
+            f"max_groups: expected at least {G} latents, got {cfg.max_groups}"
+        )
     x0 = Zs[groups].view(G, *P.shape)
     noise, inv_path = ddim_invert(P.model, x0, P.sigmas, cfg.fixed_point, True)
     mask = None
@@ -250,8 +252,12 @@ def run_scheme(P, name, cfg, seed, attacks=None):
             wrong.append(detect(P, (Zw, T), *prev, scheme, cfg))
         prev = (key, mask)
         for a in attacks:
-            pos[a].append(detect(P, attack((Zw, T), a, cfg, ga), key, mask, scheme, cfg))
-            neg[a].append(detect(P, attack((P.Z, T), a, cfg, ga), key, mask, scheme, cfg))
+            pos[a].append(
+                detect(P, attack((Zw, T), a, cfg, ga), key, mask, scheme, cfg)
+            )
+            neg[a].append(
+                detect(P, attack((P.Z, T), a, cfg, ga), key, mask, scheme, cfg)
+            )
     out = {
         a: {"auc": auc(pos[a], neg[a]), "tpr": tpr_at_fpr(pos[a], neg[a]),
             "pos": pos[a], "neg": neg[a]}

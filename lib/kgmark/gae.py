@@ -18,9 +18,7 @@ def relational_adjacency(triples: torch.Tensor, n_entities: int, n_relations: in
     (2R, n, n), A[r, i, j] = 1/|N_r(i)| when (i, r, j) is a triple."""
     check_tensor("triples", triples, ndim=2)
     if triples.shape[1] != 3:
-        raise ValueError(
-            f"triples: expected shape (m, 3), got {tuple(triples.shape)}"
-        )
+        raise ValueError(f"triples: expected shape (m, 3), got {tuple(triples.shape)}")
     h, r, t = triples.unbind(1)
     A = torch.zeros(2 * n_relations, n_entities, n_entities)
     A[r, h, t] = 1.0  # head → tail messages along r
@@ -41,11 +39,15 @@ class RGCN(nn.Module):
         self.basis = nn.ParameterList()
         self.self_w = nn.ParameterList()
         for _ in range(layers):
-            self.coef.append(nn.Parameter(torch.randn(n_rel2, bases, generator=g) / bases))
+            self.coef.append(
+                nn.Parameter(torch.randn(n_rel2, bases, generator=g) / bases)
+            )
             self.basis.append(
                 nn.Parameter(torch.randn(bases, dim, dim, generator=g) / dim**0.5)
             )
-            self.self_w.append(nn.Parameter(torch.randn(dim, dim, generator=g) / dim**0.5))
+            self.self_w.append(
+                nn.Parameter(torch.randn(dim, dim, generator=g) / dim**0.5)
+            )
 
     def forward(self, A: torch.Tensor) -> torch.Tensor:
         h = self.emb  # (n, d)
@@ -99,7 +101,9 @@ def link_prediction(Z, R, kg, split="test"):
     kh, kr, kt = known.unbind(1)
     kq = torch.cat([kh * 2 * nr + kr, kt * 2 * nr + kr + nr])  # query key
     ka = torch.cat([kt, kh])  # answers
-    filt = torch.zeros(Z.shape[0] * 2 * nr, Z.shape[0], dtype=torch.bool, device=Z.device)
+    filt = torch.zeros(
+        Z.shape[0] * 2 * nr, Z.shape[0], dtype=torch.bool, device=Z.device
+    )
     filt[kq, ka] = True
     s = distmult_scores(Z, R, heads, rels)  # (q, n)
     true = s.gather(1, tails[:, None])  # (q, 1)
@@ -107,4 +111,7 @@ def link_prediction(Z, R, kg, split="test"):
     mask[torch.arange(len(tails)), tails] = False
     s = s.masked_fill(mask, float("-inf"))
     rank = 1 + (s > true).sum(1).float()
-    return {"mrr": float((1 / rank).mean()), "hits10": float((rank <= 10).float().mean())}
+    return {
+        "mrr": float((1 / rank).mean()),
+        "hits10": float((rank <= 10).float().mean()),
+    }
