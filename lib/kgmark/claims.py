@@ -19,6 +19,7 @@ thresholds were written before that run.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 from lib.common.claims import Claim, Rule, judge_all, seed_list
@@ -30,7 +31,11 @@ NOTEBOOK_SEEDS = (10, 11, 12)
 
 EDITS = ("noise", "delete", "insert")
 
-CLAIMS = (
+#: the verdicts of the first run at these settings (notebook and held-out seeds), which
+#: the chapter records and asserts
+RECORDED = {}
+
+_CLAIMS = (
     Claim(
         "clean-auc",
         "the watermark is detected on the unedited KG",
@@ -106,6 +111,11 @@ CLAIMS = (
         where="§5 (attacks)",
         expect="not tested here",
     ),
+)
+
+CLAIMS = tuple(
+    dataclasses.replace(c, expect=RECORDED[c.id]) if c.id in RECORDED else c
+    for c in _CLAIMS
 )
 
 
