@@ -284,10 +284,13 @@ def run_seeds(cfg, seeds, device="cpu"):
     return {int(s): run_seed(cfg, int(s), device) for s in seeds}
 
 
-def run_experiment(cfg, device="cpu"):
+def run_experiment(cfg, device=None):
     """The FULL entry point's body: every scheme on ``cfg.claim_seeds``."""
+    from lib.common import device as pick_device
+
     from .claims import measure_from_runs
 
+    device = pick_device() if device is None else device
     runs = run_seeds(cfg, cfg.claim_seeds, device)
     for r in runs.values():
         for v in r.values():
