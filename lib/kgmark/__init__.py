@@ -86,7 +86,7 @@ class Config:
     channels: int = 4  # C nodes per latent
     grid: tuple = (8, 8)  # (h, w): one node's embedding as an 8×8 image
     hidden: int = 256  # denoiser MLP width
-    diff_steps: int = 1000
+    diff_steps: int = 600
     diff_batch: int = 256
     diff_lr: float = 2e-3
     ddim_steps: int = 10
@@ -97,7 +97,7 @@ class Config:
     mask_epochs: int = 50
     mask_lr: float = 0.02
     max_groups: int = 64  # positions of the non-redundant layout
-    n_keys: int = 24  # owner keys per seed (positives and negatives)
+    n_keys: int = 16  # owner keys per seed (positives and negatives)
     n_lp: int = 4  # watermarked KGs whose link prediction is measured
     noise: float = 0.1  # attack: Gaussian noise, × the embeddings' std
     delete: float = 0.2  # attack: share of nodes deleted
