@@ -53,7 +53,8 @@ def test_answers_match_the_ground_truth():
             ch = int(q[7][1:])
             assert a == ([f"w{int(fc[ch])}"] if fc[ch] >= 0 else ["none"])
         if qtype == "describe":
-            assert a[-1] in ("accel", "steady") and len(a) == 1 + 3 * int((fc >= 0).sum())
+            n = int((fc >= 0).sum())
+            assert a[-1] in ("accel", "steady") and len(a) == 1 + max(3 * n, 1)
 
 
 def test_encoding_masks_only_the_answer():
@@ -170,7 +171,7 @@ def test_bad_inputs_name_the_argument():
 
 
 def test_tiny_run_and_claims_bookkeeping():
-    runs = It.run_seeds(TINY, [0, 1])
+    runs = It.run_seeds(TINY, [0])
     for r in runs.values():
         assert set(It.BRIDGES) | {"itformer_shuffled"} <= set(r)
         assert 0 <= r["itformer"]["closed"] <= 1 and 0 <= r["text"]["rouge_l"] <= 1

@@ -56,6 +56,7 @@ from .experiment import (
     run_seed,
     run_seeds,
     score,
+    score_facts,
     train_bridge,
     train_bridges,
 )
@@ -108,13 +109,13 @@ class Config:
     p_facts: float = 0.5  # share of LM pretraining rows with the facts in the slots
     n_head: int = 4
     n_slots: int = 8  # K: time tokens in the LM's prompt, equal for every bridge
-    d_bridge: int = 64
+    d_bridge: int = 32
     bridge_layers: int = 1
     q_len: int = 10
     a_len: int = 8
-    steps: int = 300  # every bridge's training budget
+    steps: int = 100  # every bridge's training budget
     batch: int = 64
-    lr: float = 3e-3
+    lr: float = 1e-2
     lrs: tuple = ()  # per-bridge learning rates chosen on TUNING_SEEDS: ((name, lr), …)
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
@@ -175,7 +176,7 @@ __all__ = [
     "InstructTimeAttention", "FlatCrossAttention", "ITFormer", "QFormer",
     "LinearBridge", "TextOnly", "make_bridge", "n_params", "lm_logits",
     "GPTAdapter", "HFAdapter", "load_smollm2", "word_ids", "lcs_length", "rouge_l",
-    "prepare_backbone", "build_backbone", "features", "prepare_seed", "train_bridge", "train_bridges", "bridge_logits", "predict", "generate", "score",
+    "prepare_backbone", "build_backbone", "features", "prepare_seed", "train_bridge", "train_bridges", "bridge_logits", "predict", "generate", "score", "score_facts",
     "run_seed", "run_seeds", "run_experiment",
     "CLAIMS", "NOTEBOOK_SEEDS", "TUNING_SEEDS", "measure_claims", "judge",
 ]  # fmt: skip

@@ -9,10 +9,18 @@ time tokens. Accuracies are exact matches on held-out units' closed questions;
 "specific" questions name a channel or a cycle (``fault_in``, ``first_fault``,
 ``onset``), "global" ones do not (``any_fault``, ``accelerating``, ``action``).
 
-How the settings were chosen: the sizes were fixed to fit the CPU budget before any
-bridge was compared; the learning rate 3e-3 (AdamW, cosine, 200 steps) is the same for
-every bridge and was not tuned per bridge. The thresholds below were written before the
-notebook and held-out seeds were run; ``expect`` records the verdict of that first run.
+How the settings were chosen (tuning seed 0 only): the sizes were fixed to fit the CPU
+budget (21 bridges in the notebook's 150 s) before any bridge was compared. The
+learning rate is the same for every bridge and was not tuned per bridge. Runs on tuning
+seed 0, all at the prior (every bridge answering as the LM does without a series):
+(a) an LM pretrained 300 steps on text with placeholders only, bridges of width 64,
+300 steps at 3e-3: closed accuracy 0.49 (linear), 0.49 (ITFormer), text-only 0.49;
+(b) the LM pretrained 2500 steps with half its examples' descriptions written in the
+slots (kept: with the true description in the slots it answers 0.77–1.0 of each type),
+width 32, 150 steps at 1e-2: closed 0.44–0.46 for every bridge, ITFormer identical with
+the right and a shuffled series. The preset (100 steps at 1e-2) is what fits the CPU
+budget. The thresholds below were written before the notebook and held-out seeds were
+run; ``expect`` records the verdict of that first run.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ CLAIMS = (
         rule=Rule.at_least(0.10),
         control="the same ITFormer tested with every question paired with another "
         "unit's series",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "beats-qformer",
@@ -46,7 +54,7 @@ CLAIMS = (
         rule=Rule.at_least(0.03),
         control="ITFormer without the question (instruct tokens alone) in ITFormer's "
         "place",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "qformer-ge-linear",
@@ -56,7 +64,7 @@ CLAIMS = (
         statistic="Q-Former − linear, accuracy on closed questions",
         rule=Rule.at_least(0.0),
         control="text-only in Q-Former's place",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "gap-specific",
@@ -67,7 +75,7 @@ CLAIMS = (
         "questions",
         rule=Rule.at_least(0.03),
         control="Q-Former (no question) in ITFormer's place",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "ablate-ita",
@@ -77,7 +85,7 @@ CLAIMS = (
         statistic="ITFormer − (−ITA), accuracy on specific questions",
         rule=Rule.at_least(0.02),
         control="the same difference on the global questions",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "ablate-instruct",
@@ -88,7 +96,7 @@ CLAIMS = (
         "specific questions",
         rule=Rule.at_least(0.03),
         control="the same difference on the global questions",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "ablate-tpe",
@@ -98,7 +106,7 @@ CLAIMS = (
         statistic="ITFormer − (−TPE), accuracy on the onset questions",
         rule=Rule.at_least(0.03),
         control="the same difference on the global questions",
-        expect="reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "param-ratio",

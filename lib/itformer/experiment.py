@@ -260,6 +260,37 @@ def score(bridge, prep, device="cpu", shuffle=False) -> dict:
     return out
 
 
+@torch.no_grad()
+def score_facts(prep) -> dict:
+    """The frozen LM's accuracy per question type with each test unit's description
+    written as words in the slots (no bridge): what a bridge could reach by turning
+    the series into the right words."""
+    from .data import describe
+
+    vocab, qa = prep["vocab"], prep["qa_test"]
+    n_slots = int(prep["test"]["slot"].sum())
+    q_len = prep["test"]["question"].shape[1]
+    a_len = prep["test"]["ids"].shape[1] - n_slots - q_len - 4
+    facts = [describe(prep["test_units"], u) for u, *_ in qa]
+    d = encode_qa(qa, vocab, n_slots, q_len, a_len, facts=facts)
+    lm = prep["lm"]
+    ok = []
+    for i in range(0, len(d["ids"]), 512):
+        s = slice(i, i + 512)
+        p = lm.logits(lm.embed(d["ids"][s])).argmax(-1)
+        ok.append(((p == d["targets"][s]) | ~d["loss_mask"][s]).all(1))
+    ok, qt = torch.cat(ok).float(), d["qtype"]
+    out = {n: float(ok[qt == i].mean()) for i, n in enumerate(QTYPE_NAMES)}
+    sel = lambda names: torch.isin(qt, torch.tensor([QTYPE_NAMES.index(n) for n in names]))  # noqa: E731
+    out["closed"] = float(ok[sel(CLOSED)].mean())
+    out["specific"] = float(ok[sel(SPECIFIC)].mean())
+    out["global"] = float(ok[sel([n for n in CLOSED if n not in SPECIFIC])].mean())
+    for stage in ("perception", "reasoning", "decision"):
+        out[stage] = float(ok[sel([n for n in CLOSED if STAGE_OF[n] == stage])].mean())
+    out["rouge_l"] = float("nan")
+    return out
+
+
 def run_seed(cfg, seed: int, device="cpu", arms=BRIDGES, controls=True,
              backbone=None, keep=False) -> dict:  # fmt: skip
     """Every bridge in ``arms`` on one seed: see :func:`run_seeds`."""
@@ -271,7 +302,8 @@ def run_seeds(cfg, seeds, device="cpu", backbone=None, arms=BRIDGES, controls=Tr
     """Every arm on every seed, sharing one frozen backbone; all bridges of all seeds
     train together (:func:`train_bridges`). ``{seed: {arm: scores, "_params": …}}``;
     ``controls`` adds ITFormer scored with every test question paired with another
-    unit's series (``itformer_shuffled``); ``keep`` keeps the bridges and the data
+    unit's series (``itformer_shuffled``) and the LM with the true description in the
+    slots (``facts_in_slots``, :func:`score_facts`); ``keep`` keeps the bridges and the data
     (``_bridges``, ``_prep``)."""
     bb = prepare_backbone(cfg, device) if backbone is None else backbone
     preps = {int(s): prepare_seed(cfg, int(s), device, bb) for s in seeds}
@@ -283,6 +315,7 @@ def run_seeds(cfg, seeds, device="cpu", backbone=None, arms=BRIDGES, controls=Tr
         out[s]["_params"][name] = n_params(b, trainable=True)
         if controls and name == "itformer":
             out[s]["itformer_shuffled"] = score(b, prep, device, shuffle=True)
+            out[s]["facts_in_slots"] = score_facts(prep)
         if keep:
             out[s].setdefault("_bridges", {})[name] = b
             out[s]["_prep"] = prep
