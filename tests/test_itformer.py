@@ -18,16 +18,25 @@ from lib.itformer.reference import (
 )
 
 TINY = It.Config(
-    n_pretrain=60, n_train=60, n_test=40, enc_steps=2, lm_steps=2, steps=2, batch=8,
-    d_enc=16, d_lm=16, d_bridge=16, claim_seeds=(0, 1),
-)  # fmt: skip
+    n_pretrain=60,
+    n_train=60,
+    n_test=40,
+    enc_steps=2,
+    lm_steps=2,
+    steps=2,
+    batch=8,
+    d_enc=16,
+    d_lm=16,
+    d_bridge=16,
+    claim_seeds=(0, 1),
+)
 
 
 def g(seed=0):
     return torch.Generator().manual_seed(seed)
 
 
-# --- data: known answers ----------------------------------------------------------------
+# --- data: known answers -------------------------------------------------------------
 
 
 def test_units_follow_their_faults():
@@ -68,7 +77,7 @@ def test_encoding_masks_only_the_answer():
     assert v.decode(f["ids"][0][f["slot"]]) == ["c1", "up", "<ts>", "<ts>"]
 
 
-# --- kernels against their naive references -------------------------------------------
+# --- kernels against their naive references ------------------------------------------
 
 
 def test_ita_matches_loops():
@@ -145,7 +154,7 @@ def test_bridges_emit_k_tokens_and_read_the_question():
     assert torch.allclose(ni(h, q, qm), ni(h, q + 1, qm))
 
 
-# --- bad inputs ---------------------------------------------------------------------------
+# --- bad inputs ----------------------------------------------------------------------
 
 
 def test_bad_inputs_name_the_argument():
@@ -167,7 +176,7 @@ def test_bad_inputs_name_the_argument():
         It.Config(p_facts=1.5)
 
 
-# --- the experiment at a tiny size, the FULL path shrunk ---------------------------------
+# --- the experiment at a tiny size, the FULL path shrunk -----------------------------
 
 
 def test_tiny_run_and_claims_bookkeeping():
@@ -197,8 +206,11 @@ class _FakeHF(torch.nn.Module):
 
     def __init__(self, vocab_size=100, d=16):
         super().__init__()
-        self.gpt = GPT(GPTConfig(vocab_size=vocab_size, block_size=40, n_layer=1,
-                                 n_head=2, d_model=d))  # fmt: skip
+        self.gpt = GPT(
+            GPTConfig(
+                vocab_size=vocab_size, block_size=40, n_layer=1, n_head=2, d_model=d
+            )
+        )
 
     def get_input_embeddings(self):
         return self.gpt.tok
@@ -240,3 +252,22 @@ def test_cuda_parity():
         cpu = ita(p, mem)
         gpu = ita.cuda()(p.cuda(), mem.cuda()).cpu()
     assert torch.allclose(cpu, gpu, atol=1e-4)
+
+
+def test_backbone_command_rebuilds_an_equal_backbone(tmp_path):
+    """The committed backbone's recipe at a shrunk size: built twice it is the same,
+    and it survives the save/load round trip; the committed file matches SMOKE."""
+    from lib.itformer import backbone as B
+
+    a, b = It.build_backbone(TINY), It.build_backbone(TINY)
+    for x, y in zip(a["lm"].parameters(), b["lm"].parameters()):
+        assert torch.equal(x, y)
+    B.save_backbone(a, TINY, tmp_path / "bb.pt")
+    c = B.load_backbone(TINY, tmp_path / "bb.pt")
+    for x, y in zip(a["enc"].parameters(), c["enc"].parameters()):
+        assert torch.equal(x, y)
+    assert (
+        B.load_backbone(dataclasses.replace(TINY, noise=0.5), tmp_path / "bb.pt")
+        is None
+    )
+    assert B.load_backbone(It.SMOKE) is not None  # results/itformer_backbone.pt

@@ -121,9 +121,25 @@ class Config:
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
-        for name in ("n_pretrain", "n_train", "n_test", "enc_batch", "per_unit", "d_enc", "enc_layers",
-                     "enc_steps", "d_lm", "lm_layers", "lm_steps", "n_head",
-                     "n_slots", "d_bridge", "bridge_layers", "steps", "batch"):  # fmt: skip
+        for name in (
+            "n_pretrain",
+            "n_train",
+            "n_test",
+            "enc_batch",
+            "per_unit",
+            "d_enc",
+            "enc_layers",
+            "enc_steps",
+            "d_lm",
+            "lm_layers",
+            "lm_steps",
+            "n_head",
+            "n_slots",
+            "d_bridge",
+            "bridge_layers",
+            "steps",
+            "batch",
+        ):
             check_int(name, getattr(self, name), 1)
         for name in ("enc_lr", "lm_lr", "lr", "noise"):
             check_positive(name, getattr(self, name))
@@ -144,7 +160,9 @@ class Config:
                 )
         for name, lr in self.lrs:
             if name not in BRIDGES:
-                raise ValueError(f"lrs: expected bridge names in {BRIDGES}, got {name!r}")
+                raise ValueError(
+                    f"lrs: expected bridge names in {BRIDGES}, got {name!r}"
+                )
             check_positive("lrs", lr)
 
     @property
@@ -164,19 +182,72 @@ SMOKE = Config()
 #: a GPU run: SmolLM2-135M-Instruct as the frozen LM, more units, a wider two-layer
 #: bridge, a longer budget
 FULL = Config(
-    n_train=6000, n_test=1500, lm="smollm2", d_enc=64, enc_steps=600, n_head=8,
-    d_bridge=128, bridge_layers=2, steps=1500, batch=128, lr=1e-3,
-)  # fmt: skip
+    n_train=6000,
+    n_test=1500,
+    lm="smollm2",
+    d_enc=64,
+    enc_steps=600,
+    n_head=8,
+    d_bridge=128,
+    bridge_layers=2,
+    steps=1500,
+    batch=128,
+    lr=1e-3,
+)
 
 __all__ = [
-    "Config", "SMOKE", "FULL",
-    "QTYPES", "QTYPE_NAMES", "STAGE_OF", "SPECIFIC", "CLOSED", "channel_signs", "describe",
-    "make_units", "make_qa", "make_vocab", "encode_qa",
-    "BRIDGES", "TSEncoder", "masked_patch_loss", "pretrain_encoder", "TPE", "sinusoid",
-    "InstructTimeAttention", "FlatCrossAttention", "ITFormer", "QFormer",
-    "LinearBridge", "TextOnly", "make_bridge", "n_params", "lm_logits",
-    "GPTAdapter", "HFAdapter", "load_smollm2", "word_ids", "lcs_length", "rouge_l",
-    "prepare_backbone", "build_backbone", "features", "prepare_seed", "train_bridge", "train_bridges", "bridge_logits", "predict", "generate", "score", "score_facts",
-    "run_seed", "run_seeds", "run_experiment",
-    "CLAIMS", "NOTEBOOK_SEEDS", "TUNING_SEEDS", "measure_claims", "judge",
-]  # fmt: skip
+    "Config",
+    "SMOKE",
+    "FULL",
+    "QTYPES",
+    "QTYPE_NAMES",
+    "STAGE_OF",
+    "SPECIFIC",
+    "CLOSED",
+    "channel_signs",
+    "describe",
+    "make_units",
+    "make_qa",
+    "make_vocab",
+    "encode_qa",
+    "BRIDGES",
+    "TSEncoder",
+    "masked_patch_loss",
+    "pretrain_encoder",
+    "TPE",
+    "sinusoid",
+    "InstructTimeAttention",
+    "FlatCrossAttention",
+    "ITFormer",
+    "QFormer",
+    "LinearBridge",
+    "TextOnly",
+    "make_bridge",
+    "n_params",
+    "lm_logits",
+    "GPTAdapter",
+    "HFAdapter",
+    "load_smollm2",
+    "word_ids",
+    "lcs_length",
+    "rouge_l",
+    "prepare_backbone",
+    "build_backbone",
+    "features",
+    "prepare_seed",
+    "train_bridge",
+    "train_bridges",
+    "bridge_logits",
+    "predict",
+    "generate",
+    "score",
+    "score_facts",
+    "run_seed",
+    "run_seeds",
+    "run_experiment",
+    "CLAIMS",
+    "NOTEBOOK_SEEDS",
+    "TUNING_SEEDS",
+    "measure_claims",
+    "judge",
+]

@@ -23,11 +23,32 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PATH = ROOT / "results" / "itformer_backbone.pt"
 #: the config fields the backbone depends on
 FIELDS = (
-    "seed", "n_pretrain", "per_unit", "n_channels", "n_cycles", "cycle_len", "patch",
-    "noise", "d_enc", "enc_layers", "enc_steps", "enc_batch", "enc_lr", "mask_ratio",
-    "lm", "d_lm", "lm_layers", "lm_steps", "lm_lr", "p_facts", "n_head", "n_slots",
-    "q_len", "a_len", "batch",
-)  # fmt: skip
+    "seed",
+    "n_pretrain",
+    "per_unit",
+    "n_channels",
+    "n_cycles",
+    "cycle_len",
+    "patch",
+    "noise",
+    "d_enc",
+    "enc_layers",
+    "enc_steps",
+    "enc_batch",
+    "enc_lr",
+    "mask_ratio",
+    "lm",
+    "d_lm",
+    "lm_layers",
+    "lm_steps",
+    "lm_lr",
+    "p_facts",
+    "n_head",
+    "n_slots",
+    "q_len",
+    "a_len",
+    "batch",
+)
 
 
 def key(cfg) -> dict:
@@ -38,12 +59,19 @@ def save_backbone(bb: dict, cfg, path=PATH, wall_s: float | None = None) -> None
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = dict(
-        key=key(cfg), enc=bb["enc"].state_dict(), lm=bb["lm"].lm.state_dict(),
-        mu=bb["mu"], sd=bb["sd"], enc_losses=bb["enc_losses"],
+        key=key(cfg),
+        enc=bb["enc"].state_dict(),
+        lm=bb["lm"].lm.state_dict(),
+        mu=bb["mu"],
+        sd=bb["sd"],
+        enc_losses=bb["enc_losses"],
         lm_losses=bb["lm_losses"],
-        provenance=dict(command="python -m lib.itformer.backbone",
-                        torch=torch.__version__, wall_s=wall_s),
-    )  # fmt: skip
+        provenance=dict(
+            command="python -m lib.itformer.backbone",
+            torch=torch.__version__,
+            wall_s=wall_s,
+        ),
+    )
     torch.save(state, path)
 
 
@@ -63,19 +91,31 @@ def load_backbone(cfg, path=PATH, device="cpu") -> dict | None:
     if st["key"] != key(cfg):
         return None
     vocab = make_vocab()
-    enc = TSEncoder(cfg.n_channels, cfg.n_patches, cfg.patch, cfg.d_enc,
-                    cfg.enc_layers, cfg.n_head)  # fmt: skip
+    enc = TSEncoder(
+        cfg.n_channels, cfg.n_patches, cfg.patch, cfg.d_enc, cfg.enc_layers, cfg.n_head
+    )
     enc.load_state_dict(st["enc"])
     T = 1 + cfg.n_slots + 1 + cfg.q_len + 1 + cfg.a_len + 1
-    lm = GPT(GPTConfig(vocab_size=len(vocab), block_size=T, n_layer=cfg.lm_layers,
-                       n_head=cfg.n_head, d_model=cfg.d_lm))  # fmt: skip
+    lm = GPT(
+        GPTConfig(
+            vocab_size=len(vocab),
+            block_size=T,
+            n_layer=cfg.lm_layers,
+            n_head=cfg.n_head,
+            d_model=cfg.d_lm,
+        )
+    )
     lm.load_state_dict(st["lm"])
     return dict(
-        vocab=vocab, enc=enc.to(device).eval().requires_grad_(False),
-        lm=freeze(GPTAdapter(lm).to(device)), mu=st["mu"], sd=st["sd"],
-        enc_losses=st["enc_losses"], lm_losses=st["lm_losses"],
+        vocab=vocab,
+        enc=enc.to(device).eval().requires_grad_(False),
+        lm=freeze(GPTAdapter(lm).to(device)),
+        mu=st["mu"],
+        sd=st["sd"],
+        enc_losses=st["enc_losses"],
+        lm_losses=st["lm_losses"],
         provenance=st["provenance"],
-    )  # fmt: skip
+    )
 
 
 def main(argv=None) -> int:

@@ -18,9 +18,14 @@ seed 0, all at the prior (every bridge answering as the LM does without a series
 (b) the LM pretrained 2500 steps with half its examples' descriptions written in the
 slots (kept: with the true description in the slots it answers 0.77–1.0 of each type),
 width 32, 150 steps at 1e-2: closed 0.44–0.46 for every bridge, ITFormer identical with
-the right and a shuffled series. The preset (100 steps at 1e-2) is what fits the CPU
-budget. The thresholds below were written before the notebook and held-out seeds were
-run; ``expect`` records the verdict of that first run.
+the right and a shuffled series. (c) after the preset was fixed, as a check of the budget: linear and
+ITFormer for 800 steps at 3e-3 (8× the preset's steps): closed 0.49 and 0.45, ITFormer
+again identical with the right and a shuffled series. The preset (100 steps at 1e-2)
+is what fits the CPU budget. The thresholds below were written before the notebook and held-out seeds were
+run. ``expect`` records the verdicts of the first run on the notebook seeds, set before
+the held-out seeds were run; ``gap-specific`` came out partly reproduced there only
+because its control holds as well (the linear bridge happened to settle on better
+constant answers to the global questions), so it is not evidence.
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ CLAIMS = (
     Claim(
         "beats-text",
         "reading the series through ITFormer answers far better than text alone",
-        paper="time-series-aware models beat text-only LLMs by wide margins on all four "
-        "stages (numbers not checked)",
+        paper="time-series-aware models beat text-only LLMs by wide margins on all "
+        "four stages (numbers not checked)",
         where="main EngineMT-QA table",
         statistic="ITFormer − text-only (soft prompt), accuracy on closed questions",
         rule=Rule.at_least(0.10),
@@ -75,7 +80,7 @@ CLAIMS = (
         "questions",
         rule=Rule.at_least(0.03),
         control="Q-Former (no question) in ITFormer's place",
-        expect="not reproduced",
+        expect="partly reproduced",
     ),
     Claim(
         "ablate-ita",
@@ -139,15 +144,32 @@ def measure_from_runs(runs: dict) -> dict:
         qf, li, ni = r["qformer"], r["linear"], r["no_instruct"]
         na, nt = r["no_ita"], r["no_tpe"]
         put("beats-text", s, it["closed"] - tx["closed"], sh["closed"] - tx["closed"])
-        put("beats-qformer", s, it["specific"] - qf["specific"],
-            ni["specific"] - qf["specific"])  # fmt: skip
-        put("qformer-ge-linear", s, qf["closed"] - li["closed"],
-            tx["closed"] - li["closed"])  # fmt: skip
+        put(
+            "beats-qformer",
+            s,
+            it["specific"] - qf["specific"],
+            ni["specific"] - qf["specific"],
+        )
+        put(
+            "qformer-ge-linear",
+            s,
+            qf["closed"] - li["closed"],
+            tx["closed"] - li["closed"],
+        )
         gap = lambda a: (a["specific"] - li["specific"]) - (a["global"] - li["global"])  # noqa: E731
         put("gap-specific", s, gap(it), gap(qf))
-        put("ablate-ita", s, it["specific"] - na["specific"], it["global"] - na["global"])
-        put("ablate-instruct", s, it["specific"] - ni["specific"],
-            it["global"] - ni["global"])  # fmt: skip
+        put(
+            "ablate-ita",
+            s,
+            it["specific"] - na["specific"],
+            it["global"] - na["global"],
+        )
+        put(
+            "ablate-instruct",
+            s,
+            it["specific"] - ni["specific"],
+            it["global"] - ni["global"],
+        )
         put("ablate-tpe", s, it["onset"] - nt["onset"], it["global"] - nt["global"])
     return out
 

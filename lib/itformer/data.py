@@ -105,9 +105,14 @@ def make_units(
         x[idx, ch] += (direction[idx, j] * size[idx, j])[:, None] * step
     x = x + noise * torch.randn(n, V, L, generator=g)
     return dict(
-        x=x, a=a, accel=accel, fault_cycle=fault_cycle, fault_dir=fault_dir,
-        n_fault=n_fault, cycle_len=cycle_len,
-    )  # fmt: skip
+        x=x,
+        a=a,
+        accel=accel,
+        fault_cycle=fault_cycle,
+        fault_dir=fault_dir,
+        n_fault=n_fault,
+        cycle_len=cycle_len,
+    )
 
 
 def _answer(unit: dict, i: int, qtype: str, ch: int) -> list:
@@ -144,8 +149,18 @@ def _question(qtype: str, ch: int) -> list:
         "any_fault": ["is", "there", "any", "fault", "?"],
         "fault_in": ["is", "there", "any", "fault", "in", f"c{ch}", "?"],
         "first_fault": ["which", "channel", "faults", "first", "?"],
-        "onset": ["at", "what", "cycle", "does", "the", "fault", "in", f"c{ch}",
-                  "start", "?"],  # fmt: skip
+        "onset": [
+            "at",
+            "what",
+            "cycle",
+            "does",
+            "the",
+            "fault",
+            "in",
+            f"c{ch}",
+            "start",
+            "?",
+        ],
         "accelerating": ["is", "the", "wear", "accelerating", "?"],
         "action": ["which", "action", "?"],
     }[qtype]
@@ -180,8 +195,14 @@ def make_qa(unit: dict, per_unit: int = 2, generator=None) -> list:
     return out
 
 
-def encode_qa(qa: list, vocab: Vocab, n_slots: int, q_len: int = 10, a_len: int = 8,
-              facts: list | None = None):  # fmt: skip
+def encode_qa(
+    qa: list,
+    vocab: Vocab,
+    n_slots: int,
+    q_len: int = 10,
+    a_len: int = 8,
+    facts: list | None = None,
+):
     """Token tensors for the frozen LM and the bridge.
 
     Layout of a row: ``<bos> <ts>×n_slots q: question a: answer <eos> <pad>…``.
@@ -216,9 +237,12 @@ def encode_qa(qa: list, vocab: Vocab, n_slots: int, q_len: int = 10, a_len: int 
     slot = torch.zeros(T, dtype=torch.bool)
     slot[1 : 1 + n_slots] = True
     return dict(
-        ids=ids[:, :-1], targets=ids[:, 1:], loss_mask=mask[:, 1:],
-        question=question, q_mask=question != vocab.pad_id,
+        ids=ids[:, :-1],
+        targets=ids[:, 1:],
+        loss_mask=mask[:, 1:],
+        question=question,
+        q_mask=question != vocab.pad_id,
         unit=torch.tensor([u for u, *_ in qa]),
         qtype=torch.tensor([QTYPE_NAMES.index(t) for _, t, *_ in qa]),
         slot=slot,
-    )  # fmt: skip
+    )

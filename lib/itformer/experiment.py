@@ -47,24 +47,49 @@ def build_backbone(cfg, device="cpu") -> dict:
     mu = pool["x"].mean((0, 2), keepdim=True)
     sd = pool["x"].std((0, 2), keepdim=True)
     enc = seeded_init(
-        lambda: TSEncoder(cfg.n_channels, cfg.n_patches, cfg.patch, cfg.d_enc,
-                          cfg.enc_layers, cfg.n_head),  # fmt: skip
+        lambda: TSEncoder(
+            cfg.n_channels,
+            cfg.n_patches,
+            cfg.patch,
+            cfg.d_enc,
+            cfg.enc_layers,
+            cfg.n_head,
+        ),
         cfg.seed,
     ).to(device)
-    enc_losses = pretrain_encoder(enc, (pool["x"] - mu) / sd, cfg.enc_steps,
-                                  cfg.enc_batch, cfg.enc_lr, cfg.mask_ratio, g, device)  # fmt: skip
+    enc_losses = pretrain_encoder(
+        enc,
+        (pool["x"] - mu) / sd,
+        cfg.enc_steps,
+        cfg.enc_batch,
+        cfg.enc_lr,
+        cfg.mask_ratio,
+        g,
+        device,
+    )
     qa = make_qa(pool, cfg.per_unit, g)
     coin = torch.rand(len(qa), generator=g) < cfg.p_facts
     facts = [describe(pool, u) if c else None for (u, *_), c in zip(qa, coin.tolist())]
     text = encode_qa(qa, vocab, **_qa_kw(cfg), facts=facts)
     lm, lm_losses = make_lm(cfg, vocab, text, cfg.seed, g, device)
-    return dict(vocab=vocab, enc=enc, lm=lm, mu=mu, sd=sd,
-                enc_losses=enc_losses, lm_losses=lm_losses)  # fmt: skip
+    return dict(
+        vocab=vocab,
+        enc=enc,
+        lm=lm,
+        mu=mu,
+        sd=sd,
+        enc_losses=enc_losses,
+        lm_losses=lm_losses,
+    )
 
 
 def _unit_kw(cfg):
-    return dict(n_channels=cfg.n_channels, n_cycles=cfg.n_cycles,
-                cycle_len=cfg.cycle_len, noise=cfg.noise)  # fmt: skip
+    return dict(
+        n_channels=cfg.n_channels,
+        n_cycles=cfg.n_cycles,
+        cycle_len=cfg.cycle_len,
+        noise=cfg.noise,
+    )
 
 
 def _qa_kw(cfg):
@@ -74,7 +99,9 @@ def _qa_kw(cfg):
 @torch.no_grad()
 def features(enc, x, device="cpu", batch=256):
     """The frozen encoder's time tokens (n, V, N, d) of scaled series (n, V, L)."""
-    return torch.cat([enc(x[i : i + batch].to(device)) for i in range(0, len(x), batch)])
+    return torch.cat(
+        [enc(x[i : i + batch].to(device)) for i in range(0, len(x), batch)]
+    )
 
 
 def prepare_seed(cfg, seed: int, device="cpu", backbone=None) -> dict:
@@ -90,11 +117,15 @@ def prepare_seed(cfg, seed: int, device="cpu", backbone=None) -> dict:
     xte = (test_u["x"] - bb["mu"]) / bb["sd"]
     qa_tr, qa_te = make_qa(train_u, cfg.per_unit, g), make_qa(test_u, cfg.per_unit, g)
     return dict(
-        bb, train=encode_qa(qa_tr, bb["vocab"], **_qa_kw(cfg)),
+        bb,
+        train=encode_qa(qa_tr, bb["vocab"], **_qa_kw(cfg)),
         test=encode_qa(qa_te, bb["vocab"], **_qa_kw(cfg)),
-        h_train=features(bb["enc"], xtr, device), h_test=features(bb["enc"], xte, device),
-        x_test=xte, test_units=test_u, qa_test=qa_te,
-    )  # fmt: skip
+        h_train=features(bb["enc"], xtr, device),
+        h_test=features(bb["enc"], xte, device),
+        x_test=xte,
+        test_units=test_u,
+        qa_test=qa_te,
+    )
 
 
 def make_lm(cfg, vocab, tr, seed, g, device):
@@ -102,12 +133,26 @@ def make_lm(cfg, vocab, tr, seed, g, device):
     <ts> placeholders in the slots), then frozen. FULL: SmolLM2, frozen."""
     if cfg.lm == "smollm2":
         return load_smollm2(vocab, device), []
-    gcfg = GPTConfig(vocab_size=len(vocab), block_size=tr["ids"].shape[1],
-                     n_layer=cfg.lm_layers, n_head=cfg.n_head, d_model=cfg.d_lm)  # fmt: skip
+    gcfg = GPTConfig(
+        vocab_size=len(vocab),
+        block_size=tr["ids"].shape[1],
+        n_layer=cfg.lm_layers,
+        n_head=cfg.n_head,
+        d_model=cfg.d_lm,
+    )
     lm = seeded_init(lambda: GPT(gcfg), seed + 1).to(device)
     mask = tr["targets"] != vocab.pad_id
-    losses = fit_lm(lm, tr["ids"], tr["targets"], mask, steps=cfg.lm_steps,
-                    batch_size=cfg.batch, lr=cfg.lm_lr, generator=g, device=device)  # fmt: skip
+    losses = fit_lm(
+        lm,
+        tr["ids"],
+        tr["targets"],
+        mask,
+        steps=cfg.lm_steps,
+        batch_size=cfg.batch,
+        lr=cfg.lm_lr,
+        generator=g,
+        device=device,
+    )
     return freeze(GPTAdapter(lm)), losses
 
 
@@ -146,8 +191,9 @@ def train_bridges(jobs, cfg, device="cpu"):
             seed + 7 + BRIDGES.index(name),
         ).to(device)
         bridges.append(b)
-        groups.append(dict(params=list(b.parameters()),
-                           lr=cfg.lr_for(name) if lr is None else lr))  # fmt: skip
+        groups.append(
+            dict(params=list(b.parameters()), lr=cfg.lr_for(name) if lr is None else lr)
+        )
         g = make_generator(seed + 11)
         unit = prep["train"]["unit"]
         if shuffle:
@@ -165,16 +211,23 @@ def train_bridges(jobs, cfg, device="cpu"):
             tr = prep["train"]
             i = torch.randint(len(unit), (cfg.batch,), generator=g)
             h = prep["h_train"][unit[i].to(prep["h_train"].device)].to(device)
-            tok = b(h, lm.embed(tr["question"][i].to(device)), tr["q_mask"][i].to(device))
+            tok = b(
+                h, lm.embed(tr["question"][i].to(device)), tr["q_mask"][i].to(device)
+            )
             embs.append(lm.embed(tr["ids"][i].to(device)).index_copy(1, pos, tok))
             tgts.append(tr["targets"][i])
             masks.append(tr["loss_mask"][i])
         logits = lm.logits(torch.cat(embs))  # (jobs·B, T, |vocab|)
-        per = lm_loss(logits, torch.cat(tgts).to(device), torch.cat(masks).to(device),
-                      reduction="none")  # fmt: skip
+        per = lm_loss(
+            logits,
+            torch.cat(tgts).to(device),
+            torch.cat(masks).to(device),
+            reduction="none",
+        )
         m = torch.cat(masks).to(device).float()
-        job_loss = (per.sum(1).view(len(jobs), -1).sum(1)
-                    / m.sum(1).view(len(jobs), -1).sum(1))  # fmt: skip
+        job_loss = per.sum(1).view(len(jobs), -1).sum(1) / m.sum(1).view(
+            len(jobs), -1
+        ).sum(1)
         opt.zero_grad(set_to_none=True)
         job_loss.sum().backward()
         opt.step()
@@ -203,8 +256,15 @@ def predict(bridge, prep, device="cpu", split="test", batch=512, shuffle=False):
     for i in range(0, len(d["ids"]), batch):
         s = slice(i, i + batch)
         h = h_all[units[s].to(h_all.device)].to(device)
-        lg = bridge_logits(bridge, lm, h, d["ids"][s].to(device),
-                           d["question"][s].to(device), d["q_mask"][s].to(device), slot)  # fmt: skip
+        lg = bridge_logits(
+            bridge,
+            lm,
+            h,
+            d["ids"][s].to(device),
+            d["question"][s].to(device),
+            d["q_mask"][s].to(device),
+            slot,
+        )
         p = lg.argmax(-1).cpu()  # (b, T)
         m = d["loss_mask"][s]
         ok.append(((p == d["targets"][s]) | ~m).all(1))
@@ -221,8 +281,9 @@ def generate(bridge, prep, rows, device="cpu", max_new=None, shuffle=False):
     start = int(d["loss_mask"][rows[0]].nonzero()[0])  # first answer position - 1
     ids = d["ids"][rows, : start + 1].to(device)
     h = prep["h_test"][_units(prep, "test", shuffle)[rows]].to(device)
-    tokens = bridge(h, lm.embed(d["question"][rows].to(device)),
-                    d["q_mask"][rows].to(device))  # fmt: skip
+    tokens = bridge(
+        h, lm.embed(d["question"][rows].to(device)), d["q_mask"][rows].to(device)
+    )
     pos = torch.nonzero(d["slot"][: start + 1]).squeeze(1).to(device)
     emb = lm.embed(ids).index_copy(1, pos, tokens)
     out = []
@@ -247,12 +308,18 @@ def score(bridge, prep, device="cpu", shuffle=False) -> dict:
     out = {}
     for i, name in enumerate(QTYPE_NAMES):
         out[name] = float(ok[qt == i].float().mean())
-    sel = lambda names: torch.isin(qt, torch.tensor([QTYPE_NAMES.index(n) for n in names]))  # noqa: E731
+    sel = lambda names: torch.isin(
+        qt, torch.tensor([QTYPE_NAMES.index(n) for n in names])
+    )  # noqa: E731
     out["closed"] = float(ok[sel(CLOSED)].float().mean())
     out["specific"] = float(ok[sel(SPECIFIC)].float().mean())
-    out["global"] = float(ok[sel([n for n in CLOSED if n not in SPECIFIC])].float().mean())
+    out["global"] = float(
+        ok[sel([n for n in CLOSED if n not in SPECIFIC])].float().mean()
+    )
     for stage in ("perception", "reasoning", "decision"):
-        out[stage] = float(ok[sel([n for n in CLOSED if STAGE_OF[n] == stage])].float().mean())
+        out[stage] = float(
+            ok[sel([n for n in CLOSED if STAGE_OF[n] == stage])].float().mean()
+        )
     rows = torch.nonzero(qt == QTYPE_NAMES.index("describe")).squeeze(1)
     hyp = generate(bridge, prep, rows, device, shuffle=shuffle)
     refs = [prep["qa_test"][int(r)][3] for r in rows]
@@ -281,7 +348,9 @@ def score_facts(prep) -> dict:
         ok.append(((p == d["targets"][s]) | ~d["loss_mask"][s]).all(1))
     ok, qt = torch.cat(ok).float(), d["qtype"]
     out = {n: float(ok[qt == i].mean()) for i, n in enumerate(QTYPE_NAMES)}
-    sel = lambda names: torch.isin(qt, torch.tensor([QTYPE_NAMES.index(n) for n in names]))  # noqa: E731
+    sel = lambda names: torch.isin(
+        qt, torch.tensor([QTYPE_NAMES.index(n) for n in names])
+    )  # noqa: E731
     out["closed"] = float(ok[sel(CLOSED)].mean())
     out["specific"] = float(ok[sel(SPECIFIC)].mean())
     out["global"] = float(ok[sel([n for n in CLOSED if n not in SPECIFIC])].mean())
@@ -291,20 +360,22 @@ def score_facts(prep) -> dict:
     return out
 
 
-def run_seed(cfg, seed: int, device="cpu", arms=BRIDGES, controls=True,
-             backbone=None, keep=False) -> dict:  # fmt: skip
+def run_seed(
+    cfg, seed: int, device="cpu", arms=BRIDGES, controls=True, backbone=None, keep=False
+) -> dict:
     """Every bridge in ``arms`` on one seed: see :func:`run_seeds`."""
     return run_seeds(cfg, [seed], device, backbone, arms, controls, keep)[seed]
 
 
-def run_seeds(cfg, seeds, device="cpu", backbone=None, arms=BRIDGES, controls=True,
-              keep=False) -> dict:  # fmt: skip
+def run_seeds(
+    cfg, seeds, device="cpu", backbone=None, arms=BRIDGES, controls=True, keep=False
+) -> dict:
     """Every arm on every seed, sharing one frozen backbone; all bridges of all seeds
     train together (:func:`train_bridges`). ``{seed: {arm: scores, "_params": …}}``;
     ``controls`` adds ITFormer scored with every test question paired with another
     unit's series (``itformer_shuffled``) and the LM with the true description in the
-    slots (``facts_in_slots``, :func:`score_facts`); ``keep`` keeps the bridges and the data
-    (``_bridges``, ``_prep``)."""
+    slots (``facts_in_slots``, :func:`score_facts`); ``keep`` keeps the bridges and the
+    data (``_bridges``, ``_prep``)."""
     bb = prepare_backbone(cfg, device) if backbone is None else backbone
     preps = {int(s): prepare_seed(cfg, int(s), device, bb) for s in seeds}
     jobs = [(name, preps[s], s, None, False) for s in preps for name in arms]
@@ -324,4 +395,6 @@ def run_seeds(cfg, seeds, device="cpu", backbone=None, arms=BRIDGES, controls=Tr
 
 def run_experiment(cfg, device="cpu") -> dict:
     """The CLI's entry point: every arm on the preset's notebook seeds."""
-    return {"runs": {str(k): v for k, v in run_seeds(cfg, cfg.claim_seeds, device).items()}}
+    return {
+        "runs": {str(k): v for k, v in run_seeds(cfg, cfg.claim_seeds, device).items()}
+    }

@@ -71,8 +71,9 @@ class TSEncoder(nn.Module):
         return self.ln(h)  # (B, V, N, d)
 
 
-def masked_patch_loss(enc: TSEncoder, x: torch.Tensor, ratio: float, generator,
-                      mask=None):  # fmt: skip
+def masked_patch_loss(
+    enc: TSEncoder, x: torch.Tensor, ratio: float, generator, mask=None
+):
     """MSE of the reconstruction on the hidden patches only (``ratio`` of them, drawn
     from ``generator`` unless ``mask`` (B, V, N) is given)."""
     B, V, L = x.shape
@@ -237,7 +238,10 @@ class ITFormer(nn.Module):
         x = x + self.instr_pe[: x.shape[1]]
         for i in range(len(self.self_att)):
             z = self.ln[4 * i](x)
-            x = x + self.self_att[i](z, z, z, key_padding_mask=pad, need_weights=False)[0]
+            x = (
+                x
+                + self.self_att[i](z, z, z, key_padding_mask=pad, need_weights=False)[0]
+            )
             x = x + self.ffn_x[i](self.ln[4 * i + 1](x))
             p, rest = x[:, :K], x[:, K:]
             p = p + self.cross[i](self.ln[4 * i + 2](p), mem)  # ITA
@@ -320,15 +324,19 @@ def make_bridge(name: str, cfg, d_enc: int, d_lm: int) -> nn.Module:
     if name == "qformer":
         return QFormer(cfg, d_enc, d_lm)
     flags = dict(
-        itformer={}, no_ita=dict(ita=False), no_instruct=dict(instruct=False),
+        itformer={},
+        no_ita=dict(ita=False),
+        no_instruct=dict(instruct=False),
         no_tpe=dict(tpe=False),
-    )[name]  # fmt: skip
+    )[name]
     return ITFormer(cfg, d_enc, d_lm, **flags)
 
 
 def n_params(module: nn.Module, trainable: bool = False) -> int:
     """Number of (trainable) parameters."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable)
+    return sum(
+        p.numel() for p in module.parameters() if p.requires_grad or not trainable
+    )
 
 
 def check_series(name: str, x) -> torch.Tensor:

@@ -38,7 +38,8 @@ def ita_naive(ita, p: torch.Tensor, mem: torch.Tensor) -> torch.Tensor:
 
 
 def lcs_naive(a, b) -> int:
-    """Longest common subsequence by trying every subsequence of ``a`` (short inputs)."""
+    """Longest common subsequence by trying every subsequence of ``a`` (short
+    inputs)."""
     best = 0
     for r in range(len(a) + 1):
         for idx in itertools.combinations(range(len(a)), r):
