@@ -393,8 +393,12 @@ def run_seeds(
     return out
 
 
-def run_experiment(cfg, device="cpu") -> dict:
-    """The CLI's entry point: every arm on the preset's notebook seeds."""
+def run_experiment(cfg, device=None) -> dict:
+    """The CLI's entry point: every arm on the preset's notebook seeds (``device``:
+    :func:`lib.common.device`'s choice when None)."""
+    from lib.common import device as pick_device
+
+    device = pick_device() if device is None else device
     return {
         "runs": {str(k): v for k, v in run_seeds(cfg, cfg.claim_seeds, device).items()}
     }
