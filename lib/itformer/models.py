@@ -139,7 +139,7 @@ class TPE(nn.Module):
         self.register_buffer("segment", sinusoid(n // patches_per_cycle, d, 100.0))
         self.channel = nn.Parameter(0.02 * torch.randn(n_channels, 1, d))
 
-    def forward(self, h):  # eq. (2): h + TPE_time(n) + TPE_seg(c(n)) + TPE_chan(v)
+    def forward(self, h):  # TPE: h + time(n) + segment(cycle(n)) + channel(v)
         return h + self.temporal + self.segment + self.channel
 
 
@@ -166,14 +166,14 @@ class InstructTimeAttention(nn.Module):
         q = self.cq(p).view(B, K, H, dh).transpose(1, 2)  # (B, H, K, dh)
         k = self.ck(mem).mean(2).view(B, V, H, dh).transpose(1, 2)  # (B, H, V, dh)
         v = self.cv(mem).view(B, V, N, H, dh).permute(0, 3, 1, 2, 4)  # (B,H,V,N,dh)
-        alpha = (q @ k.transpose(-1, -2) / math.sqrt(dh)).softmax(-1)  # eq. (3)
+        alpha = (q @ k.transpose(-1, -2) / math.sqrt(dh)).softmax(-1)  # eq. (2): α
         self.last_channel_weights = alpha.detach()  # (B, H, K, V)
-        agg = torch.einsum("bhkv,bhvnd->bhnd", alpha, v) / K  # eq. (4) (B, H, N, dh)
+        agg = torch.einsum("bhkv,bhvnd->bhnd", alpha, v) / K  # eq. (2): H̄ (B,H,N,dh)
         agg = agg.transpose(1, 2).reshape(B, N, d)  # (B, N, d)
         Q = self.q(p).view(B, K, H, dh).transpose(1, 2)  # (B, H, K, dh)
         Kt = self.k(agg).view(B, N, H, dh).transpose(1, 2)  # (B, H, N, dh)
         Vt = self.v(agg).view(B, N, H, dh).transpose(1, 2)
-        out = F.scaled_dot_product_attention(Q, Kt, Vt)  # eq. (5) (B, H, K, dh)
+        out = F.scaled_dot_product_attention(Q, Kt, Vt)  # eq. (3) (B, H, K, dh)
         return self.proj(out.transpose(1, 2).reshape(B, K, d))
 
 
