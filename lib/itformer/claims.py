@@ -22,12 +22,13 @@ the right and a shuffled series. (c) After the preset was fixed, as a check of t
 budget: linear and ITFormer for 800 steps at 3e-3 (8× the preset's steps): closed 0.49
 and 0.45, ITFormer again identical with the right and a shuffled series. The preset
 (100 steps at 1e-2) is what fits the CPU budget. The thresholds below were written
-before the notebook and held-out seeds were run. ``expect`` records the ledger's verdicts. In a first run (same settings and
-rules), ``expect`` had been set from the notebook seeds alone, where ``gap-specific``
-came out partly reproduced only because its control holds as well (the linear bridge
-happened to settle on better constant answers to the global questions); on the
-held-out seeds it did not hold (control mean −0.00), so the ledger's verdict is not
-reproduced and ``expect`` now says so. No rule or setting was changed.
+before the notebook and held-out seeds were run. ``expect`` records the ledger's
+verdicts. In a first run (same settings and rules), ``expect`` had been set from the
+notebook seeds alone, where ``gap-specific`` came out partly reproduced only because
+its control holds as well (the linear bridge happened to settle on better constant
+answers to the global questions); on the held-out seeds it did not hold, so the
+ledger's verdict is not reproduced and ``expect`` now says so. No rule or setting was
+changed.
 """
 
 from __future__ import annotations
