@@ -1,0 +1,196 @@
+"""The paper's claims as rules that can fail, measured on several seeds with a negative
+control each.
+
+Each seed draws its own training and test units, questions, bridge initialisations and
+batches (:func:`.experiment.prepare_seed`); the frozen encoder and the frozen LM are
+pretrained once, on their own pool (like the paper's pretrained parts). Every bridge
+gets the same budget: the same steps, batch size, learning rate and schedule, and K
+time tokens. Accuracies are exact matches on held-out units' closed questions;
+"specific" questions name a channel or a cycle (``fault_in``, ``first_fault``,
+``onset``), "global" ones do not (``any_fault``, ``accelerating``, ``action``).
+
+How the settings were chosen (tuning seed 0 only): the sizes were fixed to fit the CPU
+budget (21 bridges in the notebook's 150 s) before any bridge was compared. The
+learning rate is the same for every bridge and was not tuned per bridge. Runs on tuning
+seed 0, all at the prior (every bridge answering as the LM does without a series):
+(a) an LM pretrained 300 steps on text with placeholders only, bridges of width 64,
+300 steps at 3e-3: closed accuracy 0.49 (linear), 0.49 (ITFormer), text-only 0.49;
+(b) the LM pretrained 2500 steps with half its examples' descriptions written in the
+slots (kept: with the true description in the slots it answers 0.77–1.0 of each type),
+width 32, 150 steps at 1e-2: closed 0.44–0.46 for every bridge, ITFormer identical with
+the right and a shuffled series. (c) After the preset was fixed, as a check of the
+budget: linear and ITFormer for 800 steps at 3e-3 (8× the preset's steps): closed 0.49
+and 0.45, ITFormer again identical with the right and a shuffled series. The preset
+(100 steps at 1e-2) is what fits the CPU budget. The thresholds below were written
+before the notebook and held-out seeds were run. ``expect`` records the ledger's
+verdicts. In a first run (same settings and rules), ``expect`` had been set from the
+notebook seeds alone, where ``gap-specific`` came out partly reproduced only because
+its control holds as well (the linear bridge happened to settle on better constant
+answers to the global questions); on the held-out seeds it did not hold, so the
+ledger's verdict is not reproduced and ``expect`` now says so. No rule or setting was
+changed.
+"""
+
+from __future__ import annotations
+
+from lib.common.claims import Claim, Rule, judge_all, seed_list
+
+#: seeds on which the settings were checked
+TUNING_SEEDS = (0, 1)
+#: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS)
+NOTEBOOK_SEEDS = (10, 11, 12)
+
+CLAIMS = (
+    Claim(
+        "beats-text",
+        "reading the series through ITFormer answers far better than text alone",
+        paper="time-series-aware models beat text-only LLMs by wide margins on all "
+        "four stages (numbers not checked)",
+        where="main EngineMT-QA table",
+        statistic="ITFormer − text-only (soft prompt), accuracy on closed questions",
+        rule=Rule.at_least(0.10),
+        control="the same ITFormer tested with every question paired with another "
+        "unit's series",
+        expect="not reproduced",
+    ),
+    Claim(
+        "beats-qformer",
+        "ITFormer beats a Q-Former-style bridge at the same token count",
+        paper="ITFormer > Q-Former-style and linear bridges (numbers not checked)",
+        where="main table and the bridge comparison",
+        statistic="ITFormer − Q-Former, accuracy on channel/cycle-specific questions",
+        rule=Rule.at_least(0.03),
+        control="ITFormer without the question (instruct tokens alone) in ITFormer's "
+        "place",
+        expect="not reproduced",
+    ),
+    Claim(
+        "qformer-ge-linear",
+        "a Q-Former-style bridge is at least as good as a linear projection",
+        paper="Q-Former ≥ linear projection (our reading of the ordering)",
+        where="bridge comparison",
+        statistic="Q-Former − linear, accuracy on closed questions",
+        rule=Rule.at_least(0.0),
+        control="text-only in Q-Former's place",
+        expect="not reproduced",
+    ),
+    Claim(
+        "gap-specific",
+        "the gain is largest on questions that name a channel or a cycle",
+        paper="query-conditioned selection matters most there (our reading of §4)",
+        where="§4 (ITA's motivation); research notes' expected shape",
+        statistic="(ITFormer − linear) on specific − (ITFormer − linear) on global "
+        "questions",
+        rule=Rule.at_least(0.03),
+        control="Q-Former (no question) in ITFormer's place",
+        expect="not reproduced",
+    ),
+    Claim(
+        "ablate-ita",
+        "removing ITA (flat cross-attention instead) hurts the specific questions",
+        paper="the ablation without ITA loses accuracy (numbers not checked)",
+        where="ablation table",
+        statistic="ITFormer − (−ITA), accuracy on specific questions",
+        rule=Rule.at_least(0.02),
+        control="the same difference on the global questions",
+        expect="not reproduced",
+    ),
+    Claim(
+        "ablate-instruct",
+        "instruct tokens that read the question matter for the specific questions",
+        paper="the ablation without learnable instruct tokens loses accuracy",
+        where="ablation table",
+        statistic="ITFormer − (−instruction: the question not read), accuracy on "
+        "specific questions",
+        rule=Rule.at_least(0.03),
+        control="the same difference on the global questions",
+        expect="not reproduced",
+    ),
+    Claim(
+        "ablate-tpe",
+        "removing the time-token position codes hurts 'at what cycle' questions",
+        paper="the ablation without TPE loses accuracy",
+        where="ablation table",
+        statistic="ITFormer − (−TPE), accuracy on the onset questions",
+        rule=Rule.at_least(0.03),
+        control="the same difference on the global questions",
+        expect="not reproduced",
+    ),
+    Claim(
+        "param-ratio",
+        "the bridge trains under 1 % of the LM's parameters",
+        paper="< 1 % additional trainable parameters",
+        where="abstract; §4",
+        expect="not tested here",
+    ),
+    Claim(
+        "enginemt-qa",
+        "EngineMT-QA accuracies (e.g. 7B: perception 0.80–0.85, reasoning 0.70–0.80)",
+        paper="repo FAQ ranges; community reruns came out lower (0.5B: 0.58 and 0.34)",
+        where="repo: README FAQ; issues #3, #19, #26",
+        expect="not tested here",
+    ),
+)
+
+
+def _gap(a: dict, li: dict) -> float:
+    """(a − linear) on the specific questions − (a − linear) on the global ones."""
+    return (a["specific"] - li["specific"]) - (a["global"] - li["global"])
+
+
+def measure_from_runs(runs: dict) -> dict:
+    """Per-seed statistics and controls from :func:`.experiment.run_seeds`' output."""
+    out = {c.id: {"values": {}, "control": {}} for c in CLAIMS if c.rule is not None}
+
+    def put(cid, s, v, c):
+        out[cid]["values"][s] = float(v)
+        out[cid]["control"][s] = float(c)
+
+    for s, r in runs.items():
+        s = int(s)
+        it, sh, tx = r["itformer"], r["itformer_shuffled"], r["text"]
+        qf, li, ni = r["qformer"], r["linear"], r["no_instruct"]
+        na, nt = r["no_ita"], r["no_tpe"]
+        put("beats-text", s, it["closed"] - tx["closed"], sh["closed"] - tx["closed"])
+        put(
+            "beats-qformer",
+            s,
+            it["specific"] - qf["specific"],
+            ni["specific"] - qf["specific"],
+        )
+        put(
+            "qformer-ge-linear",
+            s,
+            qf["closed"] - li["closed"],
+            tx["closed"] - li["closed"],
+        )
+        put("gap-specific", s, _gap(it, li), _gap(qf, li))
+        put(
+            "ablate-ita",
+            s,
+            it["specific"] - na["specific"],
+            it["global"] - na["global"],
+        )
+        put(
+            "ablate-instruct",
+            s,
+            it["specific"] - ni["specific"],
+            it["global"] - ni["global"],
+        )
+        put("ablate-tpe", s, it["onset"] - nt["onset"], it["global"] - nt["global"])
+    return out
+
+
+def measure_claims(cfg, seeds, device="cpu", runs: dict | None = None) -> dict:
+    """``{claim id: {"values": {seed: v}, "control": {seed: v}}}``; ``runs`` (from
+    :func:`.experiment.run_seeds` on the same seeds) skips the training."""
+    from .experiment import run_seeds
+
+    seeds = seed_list(seeds)
+    runs = run_seeds(cfg, seeds, device) if runs is None else runs
+    return measure_from_runs(runs)
+
+
+def judge(measured: dict) -> list:
+    """:func:`lib.common.claims.evaluate` for every claim (untested ones included)."""
+    return judge_all(CLAIMS, measured)

