@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     bb = build_backbone(SMOKE)
     wall = time.perf_counter() - t0
     save_backbone(bb, SMOKE, wall_s=wall)
-    print(f"itformer backbone: {wall:.0f} s -> {PATH}", file=sys.stderr)
+    sys.stderr.write(f"itformer backbone: {wall:.0f} s -> {PATH}\n")
     return 0
 
 
