@@ -8,7 +8,7 @@ same number of steps. The foundation model is the stored one (one pretraining, a
 detector built on CLIP has one CLIP).
 
 How the settings were chosen (TUNING_SEEDS only, ``benchmarks/effort_tuning.py``):
-each arm's Adam learning rate from the same grid {1e-3, 3e-3, 1e-2, 3e-2} by the
+each arm's Adam learning rate from the same grid {1e-3, 3e-3, 1e-2, 3e-2, 1e-1} by the
 lowest validation cross-entropy on the *seen* generator (real vs nearest-neighbour
 up-sampling, validation patches from the training band), averaged over the two
 tuning seeds; the unseen generators were not looked at. The generator families, the

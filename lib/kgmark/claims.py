@@ -8,8 +8,8 @@ it and the negative is the unwatermarked KG, both scored with that key, so an AU
 over keys.
 
 How the settings were chosen: the sizes (64-d embeddings, 4 nodes per 8×8×4 latent,
-10 DDIM steps with one fixed-point refinement, the ring [1, 2.1) that fixes every
-Fourier mask's size at 48 of 256 frequencies, 4 alignment clusters, the official
+10 DDIM steps with one fixed-point refinement, the ring [1, 1.5) that fixes every
+Fourier mask's size at 32 of 256 frequencies, 4 alignment clusters, the official
 code's mask optimiser: Adam, lr 0.02, 50 epochs) were fixed before any detection was
 run; the attack strengths (noise 0.1·std, 20 % deletion, 10 % insertion) follow the
 paper's 10–30 % edit range. They were then run once on TUNING_SEEDS (seed 0) to check
