@@ -218,3 +218,27 @@ def test_a_draw_returning_html_shows_text(monkeypatch):
     html = shown[0][0][0]["text/html"]
     assert "<pre>trace 1</pre>" in html and "<pre>trace 2</pre>" in html
     assert "<img" not in html
+
+
+# --- fmt_gap: round-off gaps print as their bound -------------------------------------
+def test_fmt_gap_prints_the_bound_below_it_and_digits_above():
+    assert D.fmt_gap(9.7e-16) == "< 1e-12"
+    assert D.fmt_gap(-3e-14) == "< 1e-12"
+    assert D.fmt_gap(0.0) == "< 1e-12"
+    assert D.fmt_gap(2.5e-7, below=1e-5) == "< 1e-05"
+    assert D.fmt_gap(0.36) == "3.6e-01"
+    assert D.fmt_gap(float("nan")) == "nan"
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, words",
+    [
+        ({"x": "a"}, TypeError, "x: expected a real number"),
+        ({"x": 1.0, "below": 0.0}, ValueError, "below: expected a positive number"),
+        ({"x": 1.0, "below": True}, ValueError, "below: expected a positive number"),
+        ({"x": 1.0, "below": "1e-9"}, ValueError, "below: expected a positive number"),
+    ],
+)
+def test_fmt_gap_rejects_bad_input(kwargs, exc, words):
+    with pytest.raises(exc, match=words):
+        D.fmt_gap(**kwargs)

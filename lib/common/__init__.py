@@ -11,7 +11,8 @@ Everything here is small, tested and device-agnostic:
 - :func:`save_results`, :func:`load_results`, :func:`load_results_or_note`,
   :func:`provenance` — results in ``results/`` (one file per preset, written atomically;
   FULL in ``<slug>.json``);
-- :func:`setup_plots`, :func:`fmt` — figure defaults (PNG) and stable number formatting;
+- :func:`setup_plots`, :func:`fmt`, :func:`fmt_gap` — figure defaults (PNG) and stable number
+  formatting;
 - :func:`progress` — a progress bar for a person, silent under nbval / ``TQDM_DISABLE``;
 - :func:`live_controls` — ipywidgets controls that redraw a figure (static-first,
   nbval-safe);
@@ -28,7 +29,7 @@ Everything here is small, tested and device-agnostic:
 
 from .device import device, set_threads
 from .seed import make_generator, seed_everything
-from .display import fmt, show_source
+from .display import fmt, fmt_gap, show_source
 from .cache import (
     load_results,
     load_results_or_note,
@@ -63,6 +64,7 @@ __all__ = [
     "make_generator",
     "seed_everything",
     "fmt",
+    "fmt_gap",
     "show_source",
     "load_results",
     "load_results_or_note",

@@ -309,3 +309,22 @@ def fmt(x, digits: int = 3) -> str:
         return "0"
     out = f"{x:.{digits}g}"
     return "0" if out in ("-0", "-0.0") else out
+
+
+def fmt_gap(x, below: float = 1e-12) -> str:
+    """Format the gap between two computations of the same quantity: ``"< 1e-12"`` when
+    it is under ``below``, else one decimal in scientific notation. Round-off-sized gaps
+    have digits that change with the CPU's vector unit (AVX2 or AVX-512 kernels sum in
+    different orders), so printing them would tie a stored notebook output to one machine;
+    the bound is what the check means."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"x: expected a real number, got {type(x).__name__}") from None
+    if isinstance(below, bool) or not isinstance(below, (int, float)) or not below > 0:
+        raise ValueError(f"below: expected a positive number, got {below!r}")
+    if x != x:
+        return "nan"
+    if abs(x) < below:
+        return f"< {below:.0e}"
+    return f"{x:.1e}"
