@@ -29,8 +29,13 @@ chosen rate in brackets):
     principal   0.653   0.443  [0.210]  0.362   0.705
     middle      0.677   0.598   0.296  [0.196]  0.521
 
-With both regularisers at weight 1 (``effort_reg``) the detector barely moves from the
-linear probe at any rate: the penalties hold the residual triplet where it started.
+The LoRA baseline of ``beats-lora-unseen`` is rank 1, the rank with the lower tuned
+validation loss (until an outside referee's review it was the better of ranks 1 and 4
+on the unseen test families, which let the test set choose the baseline).
+
+The regularisers are averaged over the adapted layers, as in the official loss (they
+were summed before the referee's review, eight times the official weight); the
+``effort_reg`` row was re-tuned after that change (see the notebook).
 
 Recorded verdicts (``expect``) are those of the first run at these settings on the
 notebook and held-out seeds; the rules and settings were not changed after it.
@@ -42,6 +47,9 @@ from lib.common.claims import Claim, Rule, judge_all, seed_list
 
 #: seeds on which the settings were chosen
 TUNING_SEEDS = (0, 1)
+#: LoRA's rank for the comparison, chosen like the learning rates: rank 1's tuned
+#: validation loss on the seen generator (0.177) is below rank 4's (0.224)
+LORA_ARM = "lora1"
 #: seeds the notebook evaluates (held-out seeds: lib.common.claims.HELDOUT_SEEDS)
 NOTEBOOK_SEEDS = (10, 11, 12)
 
@@ -67,7 +75,7 @@ CLAIMS = (
         "Effort generalises better than LoRA with the same head and budget",
         paper="LoRA below Effort in the ablation (numbers not checked)",
         where="§5 ablation table",
-        statistic=f"Effort − the better of LoRA rank 1 and 4, {_UNSEEN}",
+        statistic=f"Effort − LoRA rank 1 (the rank chosen on validation), {_UNSEEN}",
         rule=Rule.at_least(0.01),
         control="the principal-subspace control in Effort's place",
         fmt=".3f",
@@ -163,7 +171,7 @@ def measure_from_runs(cfg, runs: dict) -> dict:
     for s, r in runs.items():
         s = int(s)
         un = {a: r[a]["unseen"] for a in r if "unseen" in r[a]}
-        lora = max(un["lora1"], un["lora4"])
+        lora = un[LORA_ARM]
         put("beats-full-unseen", s, un["effort"] - un["full"],
             un["principal"] - un["full"])  # fmt: skip
         put("beats-lora-unseen", s, un["effort"] - lora, un["principal"] - lora)

@@ -114,8 +114,9 @@ def train_detector(
         if_ = torch.randint(len(fake), (h,), generator=g).to(device)
         lr_, lf, loss = _class_losses(net(torch.cat([real[ir], fake[if_]])), y)
         if layers:
-            loss = loss + cfg.w_orth * sum(m.orth_loss() for m in layers)
-            loss = loss + cfg.w_ksv * sum(m.ksv_loss() for m in layers)
+            # the official loss averages each regulariser over the adapted layers
+            loss = loss + cfg.w_orth * sum(m.orth_loss() for m in layers) / len(layers)
+            loss = loss + cfg.w_ksv * sum(m.ksv_loss() for m in layers) / len(layers)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -202,17 +203,22 @@ def run_seeds(cfg, seeds, foundation: dict, device="cpu") -> dict:
     return {int(s): run_seed(cfg, int(s), foundation, device) for s in seeds}
 
 
-def tune(cfg, seeds, foundation: dict, lrs=(1e-3, 3e-3, 1e-2, 3e-2), device="cpu"):
+def tune(
+    cfg, seeds, foundation: dict, lrs=(1e-3, 3e-3, 1e-2, 3e-2), device="cpu", arms=ARMS
+):
     """Each arm's learning rate by the lowest validation loss on the seen generator,
     averaged over ``seeds`` (the tuning seeds): ``({arm: lr}, {arm: {lr: loss}})``."""
-    table = {arm: {} for arm in ARMS}
+    arms = tuple(arms)
+    for arm in arms:
+        check_choice("arms", arm, ARMS)
+    table = {arm: {} for arm in arms}
     for s in seeds:
         data = prepare_seed(cfg, s, foundation)
         bb = foundation["vit"].to(device)
-        for arm in ARMS:
+        for arm in arms:
             for lr in lrs:
                 net, _ = train_detector(cfg, bb, arm, lr, data, s, device)
                 v = evaluate(net, data, device)["val_loss"]
                 table[arm][lr] = table[arm].get(lr, 0.0) + v / len(seeds)
-    best = {arm: min(table[arm], key=table[arm].get) for arm in ARMS}
+    best = {arm: min(table[arm], key=table[arm].get) for arm in arms}
     return best, table

@@ -102,6 +102,7 @@ class Config:
     noise: float = 0.1  # attack: Gaussian noise, × the embeddings' std
     delete: float = 0.2  # attack: share of nodes deleted
     insert: float = 0.1  # attack: share of nodes inserted (with a shuffle)
+    edge_delete: float = 0.1  # attack "reorder": share of triples deleted (then a shuffle)
     claim_seeds: tuple = (10, 11, 12)
 
     def __post_init__(self):
@@ -116,7 +117,7 @@ class Config:
         check_int("n_lp", self.n_lp, 1)
         for name in ("gae_lr", "diff_lr", "mask_lr", "noise"):
             check_positive(name, getattr(self, name))
-        for name in ("delete", "insert"):
+        for name in ("delete", "insert", "edge_delete"):
             check_probability(name, getattr(self, name))
         if len(self.grid) != 2 or self.grid[0] * self.grid[1] != self.dim:
             raise ValueError(

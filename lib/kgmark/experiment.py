@@ -52,19 +52,21 @@ SCHEMES = {
     "no-align": Scheme(align=False),
     "no-redundancy": Scheme(redundant=False),
     "tree-ring": Scheme(mask="ring", align=False),
+    "ring-align": Scheme(mask="ring"),
     "gaussian-shading": Scheme(mask="none", align=False, kind="shading"),
     "random-mask": Scheme(mask="random"),
 }
 #: the attacks each scheme is run under (what its claims and the tables need)
 RUNS = {
-    "kgmark": ("none", "noise", "delete", "shuffle", "insert"),
-    "no-align": ("none", "shuffle", "insert"),
+    "kgmark": ("none", "noise", "delete", "shuffle", "insert", "reorder"),
+    "no-align": ("none", "shuffle", "insert", "reorder"),
     "no-redundancy": ("none", "delete"),
     "tree-ring": ("none", "noise", "delete", "shuffle", "insert"),
+    "ring-align": ("none", "noise", "delete", "insert"),
     "gaussian-shading": ("none", "noise", "delete", "shuffle", "insert"),
-    "random-mask": (),
+    "random-mask": ("none", "noise", "delete", "insert"),
 }
-ATTACKS = ("none", "noise", "delete", "shuffle", "insert")
+ATTACKS = ("none", "noise", "delete", "shuffle", "insert", "reorder")
 
 
 @dataclasses.dataclass
@@ -173,8 +175,10 @@ def detect(P, suspect, key, mask, scheme, cfg) -> float:
 def attack(kg, kind, cfg, generator):
     """The suspect's edits on a KG ``(Z (n, d), triples (m, 3))``: Gaussian noise on
     every embedding; deletion of nodes (and their triples); a permutation of the
-    node ids; or a permutation after inserting nodes (copies of random nodes plus
-    noise, each with as many random triples as an average node)."""
+    node ids; a permutation after inserting nodes (copies of random nodes plus
+    noise, each with as many random triples as an average node); or a permutation
+    after deleting a share of the triples ("reorder": the relational profiles the
+    alignment reads change, so the layout has to be recovered, not just re-read)."""
     Z, T = kg
     n = Z.shape[0]
     if kind == "none":
@@ -201,6 +205,12 @@ def attack(kg, kind, cfg, generator):
         new[flip] = new[flip][:, [2, 1, 0]]
         Z2, T2 = torch.cat([Z, fake]), torch.cat([T, new])
         return _relabel(Z2, T2, torch.randperm(n + m, generator=generator))
+    if kind == "reorder":
+        m = len(T)
+        kept = m - round(cfg.edge_delete * m)
+        keep = torch.rand(m, generator=generator).argsort()[:kept]
+        T = T[keep.sort().values]  # (kept, 3): the surviving triples
+        return _relabel(Z, T, torch.randperm(n, generator=generator))
     raise ValueError(f"kind: expected one of {ATTACKS}, got {kind!r}")
 
 
@@ -238,6 +248,7 @@ def run_scheme(P, name, cfg, seed, attacks=None):
     scheme = SCHEMES[name]
     attacks = RUNS[name] if attacks is None else tuple(attacks)
     g = make_generator(10_000 * seed + 17)  # keys: the same for every scheme
+    gm = make_generator(10_000 * seed + 43)  # masks: initial logits or random draws
     ga = make_generator(10_000 * seed + 29 + len(name))  # attack draws
     pos = {a: [] for a in attacks}
     neg = {a: [] for a in attacks}
@@ -245,10 +256,13 @@ def run_scheme(P, name, cfg, seed, attacks=None):
     T = P.kg.train
     for k in range(cfg.n_keys if attacks else cfg.n_lp):
         key = make_key(P.shape, 2 * P.kg.n_relations, cfg.max_groups, g)
-        Zw, mask = watermark(P, key, scheme, cfg, g)
+        # the mask has its own generator: the learned mask's initial logits and the
+        # random-mask control are then independent draws (with the key generator they
+        # were the same draw, so the control was the learned mask's starting point)
+        Zw, mask = watermark(P, key, scheme, cfg, gm)
         if k < cfg.n_lp:
             lp.append(link_prediction(Zw, P.R, P.kg))
-        if attacks and prev is not None:  # this KG scored with the previous key
+        if attacks and prev is not None:  # this KG scored with key k − 1
             wrong.append(detect(P, (Zw, T), *prev, scheme, cfg))
         prev = (key, mask)
         for a in attacks:
@@ -264,7 +278,8 @@ def run_scheme(P, name, cfg, seed, attacks=None):
         for a in attacks
     }  # fmt: skip
     if attacks:
-        out["wrong_key_auc"] = auc(wrong, neg[attacks[0]][1:])
+        # wrong[j] and neg[a][j] are both scored with key j (j = 0 … n_keys − 2)
+        out["wrong_key_auc"] = auc(wrong, neg[attacks[0]][:-1])
     out["mrr"] = float(np.mean([r["mrr"] for r in lp]))
     out["hits10"] = float(np.mean([r["hits10"] for r in lp]))
     return out
