@@ -55,6 +55,40 @@ def pytest_runtest_logreport(report):
         _runs.setdefault(nb, {"seconds": 0.0, "cells": 0, "failed": 0})["failed"] += 1
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """After failed notebooks, say whether their outputs were stored on another kind of
+    CPU (``metadata.book.executed_on``, written by scripts/execute.py): then differing
+    digits are expected and the fix is to re-execute them, not to edit the outputs."""
+    failed = sorted({
+        nb for r in terminalreporter.stats.get("failed", [])
+        if (nb := _notebook(r.nodeid))
+    })  # fmt: skip
+    if not failed:
+        return
+    try:
+        import torch
+
+        here = f"{torch.backends.cpu.get_cpu_capability()} {platform.machine()}"
+    except Exception:  # noqa: BLE001 - a hint only
+        return
+    lines = []
+    for nb in failed:
+        try:
+            meta = json.loads(pathlib.Path(nb).read_text())["metadata"]
+        except (OSError, ValueError, KeyError):
+            continue
+        there = meta.get("book", {}).get("executed_on", "unknown")
+        if there != here:
+            lines.append(f"  {nb}: outputs stored on {there}, this CPU runs {here}")
+    if lines:
+        terminalreporter.write_line(
+            "Failed notebooks executed on another kind of CPU (their last digits may "
+            "differ for that reason alone; re-execute here: make execute SLUG=...):"
+        )
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not _runs or os.environ.get("BOOK_NBVAL_STATUS", "0") in ("", "0"):
         return

@@ -25,17 +25,22 @@ chosen rate in brackets):
     lora1       0.673   0.564   0.240  [0.177]  0.686
     lora4       0.639   0.381   0.233  [0.224]  0.694
     effort      0.687   0.623   0.363  [0.225]  0.275
-    effort_reg  0.696   0.668  [0.661]  0.673   0.804
+    effort_reg  0.695   0.667  [0.660]  0.673   0.799
     principal   0.653   0.443  [0.210]  0.362   0.705
     middle      0.677   0.598   0.296  [0.196]  0.521
 
 The LoRA baseline of ``beats-lora-unseen`` is rank 1, the rank with the lower tuned
 validation loss (until an outside referee's review it was the better of ranks 1 and 4
-on the unseen test families, which let the test set choose the baseline).
+on the unseen test families, which let the test set choose the baseline, and the
+verdict was *not reproduced*; against rank 1 Effort leads by 0.021 and 0.012 on the
+notebook and held-out means, and the principal-subspace control leads as much, so
+the recorded verdict is now *partly reproduced*).
 
 The regularisers are averaged over the adapted layers, as in the official loss (they
 were summed before the referee's review, eight times the official weight); the
-``effort_reg`` row was re-tuned after that change (see the notebook).
+``effort_reg`` row above was re-tuned after that change (summed, it read 0.696, 0.668,
+[0.661], 0.673, 0.804: the same rate wins, and the detector still barely moves from the
+linear probe: the penalties hold the residual triplet where it started).
 
 Recorded verdicts (``expect``) are those of the first run at these settings on the
 notebook and held-out seeds; the rules and settings were not changed after it.
@@ -79,7 +84,7 @@ CLAIMS = (
         rule=Rule.at_least(0.01),
         control="the principal-subspace control in Effort's place",
         fmt=".3f",
-        expect="not reproduced",
+        expect="partly reproduced",
     ),
     Claim(
         "beats-probe-unseen",

@@ -102,7 +102,7 @@ class Config:
     noise: float = 0.1  # attack: Gaussian noise, × the embeddings' std
     delete: float = 0.2  # attack: share of nodes deleted
     insert: float = 0.1  # attack: share of nodes inserted (with a shuffle)
-    edge_delete: float = 0.1  # attack "reorder": share of triples deleted (then a shuffle)
+    edge_delete: float = 0.1  # attack "reorder": share of triples cut, then a shuffle
     claim_seeds: tuple = (10, 11, 12)
 
     def __post_init__(self):

@@ -248,7 +248,9 @@ def run_scheme(P, name, cfg, seed, attacks=None):
     scheme = SCHEMES[name]
     attacks = RUNS[name] if attacks is None else tuple(attacks)
     g = make_generator(10_000 * seed + 17)  # keys: the same for every scheme
-    gm = make_generator(10_000 * seed + 43)  # masks: initial logits or random draws
+    # masks: the learned mask's initial logits (the same for KGMark and its ablations)
+    # or, for the random-mask control, a draw of its own
+    gm = make_generator(10_000 * seed + (47 if scheme.mask == "random" else 43))
     ga = make_generator(10_000 * seed + 29 + len(name))  # attack draws
     pos = {a: [] for a in attacks}
     neg = {a: [] for a in attacks}
@@ -256,9 +258,8 @@ def run_scheme(P, name, cfg, seed, attacks=None):
     T = P.kg.train
     for k in range(cfg.n_keys if attacks else cfg.n_lp):
         key = make_key(P.shape, 2 * P.kg.n_relations, cfg.max_groups, g)
-        # the mask has its own generator: the learned mask's initial logits and the
-        # random-mask control are then independent draws (with the key generator they
-        # were the same draw, so the control was the learned mask's starting point)
+        # the masks do not draw from the key generator: with it, the random-mask
+        # control was the learned mask's starting point (the same draw)
         Zw, mask = watermark(P, key, scheme, cfg, gm)
         if k < cfg.n_lp:
             lp.append(link_prediction(Zw, P.R, P.kg))
