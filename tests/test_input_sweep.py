@@ -20,8 +20,8 @@ behaviour), every outcome is ``clear``. Run ``python tests/test_input_sweep.py [
 
 Not swept, on purpose: result records that only the library builds (``Market``,
 ``SeedRun``, ``DiffusionMap``, ``Routing``, ``Outcome``, ``ProofState``, ``Problem``,
-``World``), constants, boolean flags (any truthy value is accepted, as in Python) and
-``device`` arguments (torch checks those).
+``World``, ``KG``, ``Key``, ``Prepared``), constants, boolean flags (any truthy value is
+accepted, as in Python) and ``device`` arguments (torch checks those).
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ CHAPTERS = (
     "egf",
     "memorization",
     "gsm",
+    "kgmark",
+    "effort",
 )
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
@@ -86,8 +88,8 @@ def mutations(kind: str, value):
     ``value``."""
     if kind in ("tensor", "itensor", "index", "mask"):
         yield "type", "bogus"
-        if kind == "tensor":
-            yield "dtype", value.long()
+        if kind == "tensor":  # (a complex key's real part: no casting warning)
+            yield "dtype", (value.real if value.is_complex() else value).long()
         elif kind in ("itensor", "index"):
             yield "dtype", value.double()
         yield "shape", value.unsqueeze(0)
@@ -4747,6 +4749,655 @@ def _cases_gsm():
     ]
 
 
+def _cases_kgmark():
+    from lib import kgmark as K
+
+    ch = "kgmark"
+    TINY = dataclasses.replace(
+        K.SMOKE,
+        dataset="nations",
+        dim=16,
+        grid=(4, 4),
+        bases=2,
+        gae_steps=2,
+        hidden=8,
+        diff_steps=2,
+        diff_batch=8,
+        ddim_steps=2,
+        mask_steps=(1,),
+        mask_epochs=1,
+        clusters=2,
+        n_keys=2,
+        n_lp=1,
+        claim_seeds=(0,),
+    )
+    g = lambda s=0: torch.Generator().manual_seed(s)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=g())  # noqa: E731
+    kg = K.load_kg("nations")
+    P = K.prepare_seed(TINY, 0)  # (C, h, w) = (4, 4, 4) latents
+    key = K.make_key(P.shape, 2 * kg.n_relations, TINY.max_groups, g())
+    scheme = K.SCHEMES["kgmark"]
+    Zw, mask = K.watermark(P, key, scheme, TINY, g(1))
+    ring = K.ring_mask(P.shape, 1.0, 1.5)
+    sig = K.sigma_grid(2)
+    X = K.structural_features(kg.train, kg.n_entities, kg.n_relations)
+    triples = kg.train[:20]
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in K.CLAIMS
+        if c.rule is not None
+    }
+    latents = {"signature": "tensor"}  # the key's spectrum: a complex tensor
+    return [
+        config_case(
+            ch,
+            K.Config,
+            K.SMOKE,
+            {
+                "claim_seeds": "seq_nonneg",
+                "seed": "nonneg",
+                "fixed_point": "nonneg",
+                "ring": "seq_nonnegf",
+                "mask_steps": "seq_nonneg",
+                "delete": "prob",
+                "insert": "prob",
+                "edge_delete": "prob",
+            },
+        ),
+        Case(
+            ch,
+            "Scheme",
+            K.Scheme,
+            lambda: dict(mask="learned", align=True, redundant=True, kind="fourier"),
+        ),
+        Case(ch, "dataset_dir", K.dataset_dir, lambda: dict(name="nations")),
+        Case(ch, "load_kg", K.load_kg, lambda: dict(name="nations")),
+        Case(
+            ch,
+            "RGCN",
+            K.RGCN,
+            lambda: dict(
+                n_entities=5, n_rel2=4, dim=4, bases=2, layers=2, generator=g()
+            ),
+        ),
+        Case(
+            ch,
+            "relational_adjacency",
+            K.relational_adjacency,
+            lambda: dict(
+                triples=triples.clone(),
+                n_entities=kg.n_entities,
+                n_relations=kg.n_relations,
+            ),
+            {"triples": "index"},
+        ),
+        Case(
+            ch,
+            "distmult_scores",
+            K.distmult_scores,
+            lambda: dict(
+                Z=rnd(6, 4),
+                R=rnd(4, 4),
+                heads=torch.tensor([0, 5]),
+                rels=torch.tensor([1, 3]),
+            ),
+            {"heads": "index", "rels": "index"},
+        ),
+        Case(
+            ch,
+            "train_gae",
+            K.train_gae,
+            lambda: dict(kg=kg, dim=4, bases=2, steps=2, lr=0.01, generator=g()),
+            {"kg": "obj"},
+        ),
+        Case(
+            ch,
+            "link_prediction",
+            K.link_prediction,
+            lambda: dict(Z=P.Z.clone(), R=P.R.clone(), kg=kg, split="test"),
+            {"kg": "obj"},
+        ),
+        Case(
+            ch,
+            "Denoiser",
+            K.Denoiser,
+            lambda: dict(shape=(2, 2, 2), hidden=4, generator=g()),
+        ),
+        Case(
+            ch,
+            "LatentDiffusion",
+            K.LatentDiffusion,
+            lambda: dict(shape=(2, 2, 2), hidden=4, sigma_data=1.0, generator=g()),
+        ),
+        Case(
+            ch,
+            "train_diffusion",
+            K.train_diffusion,
+            lambda: dict(
+                sample_batch=lambda b, gen: torch.randn(b, 2, 2, 2, generator=gen),
+                shape=(2, 2, 2),
+                steps=2,
+                batch=4,
+                lr=1e-3,
+                hidden=4,
+                generator=g(),
+            ),
+        ),
+        Case(
+            ch,
+            "sigma_grid",
+            K.sigma_grid,
+            lambda: dict(steps=3, sigma_min=0.01, sigma_max=10.0),
+        ),
+        Case(
+            ch,
+            "ddim_sample",
+            K.ddim_sample,
+            lambda: dict(model=P.model, noise=rnd(2, *P.shape), sigmas=sig.clone()),
+        ),
+        Case(
+            ch,
+            "ddim_invert",
+            K.ddim_invert,
+            lambda: dict(
+                model=P.model, x0=rnd(2, *P.shape), sigmas=sig.clone(), fixed_point=1
+            ),
+            {"fixed_point": "nonneg"},
+        ),
+        Case(
+            ch,
+            "make_key",
+            K.make_key,
+            lambda: dict(shape=(2, 2, 2), dim=3, max_groups=2, generator=g()),
+        ),
+        Case(
+            ch,
+            "ring_mask",
+            K.ring_mask,
+            lambda: dict(shape=(2, 4, 4), r_in=1.0, r_out=1.5),
+            {"r_in": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "learn_mask",
+            K.learn_mask,
+            lambda: dict(
+                x_path=rnd(1, 2, 2, 4, 4),
+                y_path=rnd(1, 2, 2, 4, 4),
+                signature=torch.fft.fft2(rnd(2, 4, 4)),
+                size=4,
+                epochs=1,
+                lr=0.02,
+                generator=g(),
+            ),
+            latents,
+        ),
+        Case(
+            ch,
+            "random_mask",
+            K.random_mask,
+            lambda: dict(shape=(2, 4, 4), size=4, generator=g()),
+        ),
+        Case(
+            ch,
+            "inject",
+            K.inject,
+            lambda: dict(
+                noise=rnd(2, *P.shape),
+                mask=ring.clone(),
+                signature=key.signature.clone(),
+            ),
+            latents,
+        ),
+        Case(
+            ch,
+            "distance",
+            K.distance,
+            lambda: dict(
+                noise=rnd(2, *P.shape),
+                mask=ring.clone(),
+                signature=key.signature.clone(),
+            ),
+            latents,
+        ),
+        Case(
+            ch,
+            "p_value",
+            K.p_value,
+            lambda: dict(
+                noise=rnd(2, *P.shape),
+                mask=ring.clone(),
+                signature=key.signature.clone(),
+            ),
+            latents,
+        ),
+        Case(
+            ch,
+            "shade",
+            K.shade,
+            lambda: dict(noise=rnd(2, *P.shape), signs=key.signs.clone()),
+        ),
+        Case(
+            ch,
+            "bit_error",
+            K.bit_error,
+            lambda: dict(noise=rnd(2, *P.shape), signs=key.signs.clone()),
+        ),
+        Case(
+            ch,
+            "kmeans",
+            K.kmeans,
+            lambda: dict(X=X.clone(), k=2, direction=key.direction.clone(), iters=2),
+        ),
+        Case(
+            ch,
+            "aligned_groups",
+            K.aligned_groups,
+            lambda: dict(X=X.clone(), C=4, k=2, direction=key.direction.clone()),
+        ),
+        Case(ch, "index_groups", K.index_groups, lambda: dict(n=10, C=4)),
+        Case(
+            ch,
+            "vp",
+            K.vp,
+            lambda: dict(x=rnd(2, 3), sigma=torch.tensor([[0.5], [1.0]])),
+        ),
+        Case(
+            ch,
+            "structural_features",
+            K.structural_features,
+            lambda: dict(
+                triples=triples.clone(), n=kg.n_entities, n_relations=kg.n_relations
+            ),
+            {"triples": "index"},
+        ),
+        Case(
+            ch,
+            "prepare_seed",
+            K.prepare_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,  # built above
+        ),
+        Case(
+            ch,
+            "watermark",
+            K.watermark,
+            lambda: dict(P=P, key=key, scheme=scheme, cfg=TINY, generator=g(1)),
+            {"P": "obj", "key": "obj", "scheme": "obj", "cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "detect",
+            K.detect,
+            lambda: dict(
+                P=P,
+                suspect=(Zw.clone(), kg.train.clone()),
+                key=key,
+                mask=mask.clone(),
+                scheme=scheme,
+                cfg=TINY,
+            ),
+            {"P": "obj", "key": "obj", "scheme": "obj", "cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "attack",
+            K.attack,
+            lambda: dict(
+                kg=(P.Z.clone(), kg.train.clone()),
+                kind="insert",
+                cfg=TINY,
+                generator=g(2),
+            ),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "auc",
+            K.auc,
+            lambda: dict(pos=[0.5, -1.0, 2.0], neg=[0.1, 0.3]),
+            {"pos": "seq_real", "neg": "seq_real"},
+        ),
+        Case(
+            ch,
+            "tpr_at_fpr",
+            K.tpr_at_fpr,
+            lambda: dict(pos=[0.5, -1.0, 2.0], neg=[0.1, 0.3, 0.2], fpr=0.01),
+            {"pos": "seq_real", "neg": "seq_real", "fpr": "prob"},
+        ),
+        Case(
+            ch,
+            "run_scheme",
+            K.run_scheme,
+            lambda: dict(P=P, name="tree-ring", cfg=TINY, seed=0, attacks=("none",)),
+            {"P": "obj", "cfg": "obj", "seed": "nonneg", "attacks": "seq"},
+            # no attack is valid: only the link prediction of the first n_lp KGs
+            ("attacks:empty",),
+        ),
+        Case(
+            ch,
+            "run_seed",
+            K.run_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu", schemes=("tree-ring",)),
+            {"cfg": "obj", "seed": "nonneg", "schemes": "seq"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            K.run_seeds,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            K.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            K.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", K.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
+def _cases_effort():
+    import tempfile
+
+    from lib import effort as E
+
+    ch = "effort"
+    TINY = E.Config(n_train=16, n_val=8, n_test=8, steps=2, batch=4, claim_seeds=(0,))
+    g = lambda s=0: torch.Generator().manual_seed(s)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=g())  # noqa: E731
+    img = lambda s=0: torch.rand(4, 1, 16, 16, generator=g(s))  # noqa: E731
+
+    def lin():
+        torch.manual_seed(0)
+        return torch.nn.Linear(6, 8)
+
+    found = E.load_foundation()
+    vit = found["vit"]
+    data = E.prepare_seed(TINY, 0, found)
+    net, curves = E.train_detector(TINY, vit, "effort", 0.03, data, 0)
+    mean, basis = E.pca_basis(img(), 3)
+    torch.manual_seed(0)
+    small = E.ViT(img=16, patch=4, dim=8, depth=1, heads=2)
+    state = {
+        "vit": small.state_dict(),
+        "ae": E.PatchAE().state_dict(),
+        "arch": small.arch,
+    }
+    out = os.path.join(tempfile.gettempdir(), "input_sweep_effort_foundation.pt")
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in E.CLAIMS
+        if c.rule is not None
+    }
+    return [
+        config_case(
+            ch,
+            E.Config,
+            E.SMOKE,
+            {
+                "claim_seeds": "seq_nonneg",
+                "seed": "nonneg",
+                "w_orth": "nonnegf",
+                "w_ksv": "nonnegf",
+            },
+        ),
+        config_case(ch, E.PretrainConfig, E.PRETRAIN, {"seed": "nonneg"}),
+        Case(
+            ch,
+            "run_experiment",
+            E.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(ch, "PatchAE", E.PatchAE, lambda: dict(c=4)),
+        Case(
+            ch,
+            "blend_fake",
+            E.blend_fake,
+            lambda: dict(x=img(), donor=img(1), generator=g()),
+        ),
+        Case(ch, "dct_fake", E.dct_fake, lambda: dict(x=img(), quality=30)),
+        Case(ch, "dct_matrix", E.dct_matrix, lambda: dict(n=8)),
+        Case(
+            ch,
+            "make_fakes",
+            E.make_fakes,
+            lambda: dict(
+                name="blend",
+                x=img(),
+                donor=img(1),
+                tools={"quality": 30},
+                generator=g(),
+            ),
+            {"tools": "obj"},
+        ),
+        Case(ch, "pca_basis", E.pca_basis, lambda: dict(x=img(), k=3)),
+        Case(
+            ch,
+            "pca_fake",
+            E.pca_fake,
+            lambda: dict(x=img(), mean=mean.clone(), basis=basis.clone()),
+        ),
+        Case(ch, "real_images", E.real_images, lambda: dict()),
+        Case(
+            ch,
+            "sample_patches",
+            E.sample_patches,
+            lambda: dict(n=4, band="train", generator=g(), size=8),
+        ),
+        Case(
+            ch,
+            "train_ae",
+            E.train_ae,
+            lambda: dict(x=img(), steps=2, generator=g(), batch=4),
+        ),
+        Case(
+            ch, "upsample_fake", E.upsample_fake, lambda: dict(x=img(), mode="bilinear")
+        ),
+        Case(
+            ch,
+            "angle_summary",
+            E.angle_summary,
+            lambda: dict(backbone=vit, net=net, k=2),
+            {"backbone": "obj", "net": "obj"},
+        ),
+        Case(ch, "asymmetry", E.asymmetry, lambda: dict(curves=curves.clone())),
+        Case(
+            ch,
+            "auc",
+            E.auc,
+            lambda: dict(
+                scores=rnd(6), labels=T(0, 0, 0, 1, 1, 1, dtype=torch.float32)
+            ),
+            # integer labels are as valid as float ones (evaluate passes both)
+            skip=("labels:dtype",),
+        ),
+        Case(
+            ch,
+            "evaluate",
+            E.evaluate,
+            lambda: dict(net=net, data=data, device="cpu"),
+            {"net": "obj", "data": "obj"},
+        ),
+        Case(
+            ch,
+            "prepare_seed",
+            E.prepare_seed,
+            lambda: dict(cfg=TINY, seed=0, foundation=found),
+            {"cfg": "obj", "seed": "nonneg", "foundation": "obj"},
+            baseline=False,  # built above
+        ),
+        Case(
+            ch,
+            "run_seed",
+            E.run_seed,
+            lambda: dict(
+                cfg=TINY, seed=0, foundation=found, device="cpu", arms=("probe",)
+            ),
+            {"cfg": "obj", "seed": "nonneg", "foundation": "obj", "arms": "seq"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            E.run_seeds,
+            lambda: dict(cfg=TINY, seeds=(0,), foundation=found, device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg", "foundation": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "summarise",
+            E.summarise,
+            lambda: dict(cfg=TINY, res={n: 0.5 for n in E.GENERATORS}),
+            {"cfg": "obj", "res": "obj"},
+        ),
+        Case(
+            ch,
+            "train_detector",
+            E.train_detector,
+            lambda: dict(
+                cfg=TINY,
+                backbone=vit,
+                arm="effort",
+                lr=0.03,
+                data=data,
+                seed=0,
+                device="cpu",
+                n_train=1,
+            ),
+            {"cfg": "obj", "backbone": "obj", "data": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "tune",
+            E.tune,
+            lambda: dict(
+                cfg=TINY,
+                seeds=(0,),
+                foundation=found,
+                lrs=(1e-2,),
+                device="cpu",
+                arms=("probe",),
+            ),
+            {
+                "cfg": "obj",
+                "seeds": "seq_nonneg",
+                "foundation": "obj",
+                "lrs": "seq_pos",
+                "arms": "seq",
+            },
+            baseline=False,
+        ),
+        Case(ch, "Detector", E.Detector, lambda: dict(backbone=vit, classes=2)),
+        Case(
+            ch,
+            "LoRALinear",
+            E.LoRALinear,
+            lambda: dict(linear=lin(), rank=2, generator=g(), alpha=2.0),
+            {"linear": "obj"},
+        ),
+        Case(
+            ch,
+            "SVDResidualLinear",
+            E.SVDResidualLinear,
+            lambda: dict(linear=lin(), n_train=1, which="last"),
+            {"linear": "obj"},
+        ),
+        Case(
+            ch,
+            "ViT",
+            E.ViT,
+            lambda: dict(img=8, patch=4, dim=8, depth=1, heads=2),
+        ),
+        Case(
+            ch,
+            "adapt",
+            E.adapt,
+            lambda: dict(backbone=vit, arm="effort", n_train=1, generator=g()),
+            {"backbone": "obj"},
+        ),
+        Case(ch, "adapted_layers", E.adapted_layers, lambda: dict(net=net)),
+        Case(ch, "attention_weights", E.attention_weights, lambda: dict(net=vit)),
+        Case(ch, "effective_rank", E.effective_rank, lambda: dict(features=rnd(10, 4))),
+        Case(
+            ch,
+            "effort_parameter_count",
+            E.effort_parameter_count,
+            lambda: dict(dim=8, depth=2, n_train=1),
+        ),
+        Case(
+            ch,
+            "explained_variance",
+            E.explained_variance,
+            lambda: dict(features=rnd(10, 4)),
+        ),
+        Case(
+            ch,
+            "principal_angles",
+            E.principal_angles,
+            lambda: dict(a=rnd(6, 4), b=rnd(6, 4), k=2),
+        ),
+        Case(ch, "trainable_parameters", E.trainable_parameters, lambda: dict(net=net)),
+        Case(
+            ch,
+            "load_foundation",
+            E.load_foundation,
+            lambda: dict(path=E.FOUNDATION_FILE),
+            {"path": "text"},  # a str or a path; a missing file is FileNotFoundError
+        ),
+        Case(
+            ch,
+            "pretrain",
+            E.pretrain,
+            lambda: dict(
+                cfg=E.PretrainConfig(
+                    n_patches=8, steps=2, batch=4, dim=8, depth=1, heads=2, ae_steps=1
+                ),
+                device="cpu",
+            ),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "save_foundation",
+            E.save_foundation,
+            lambda: dict(state=dict(state), path=out, provenance={"by": "sweep"}),
+            {"state": "obj", "path": "text", "provenance": "obj"},
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            E.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", E.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
 # --- the expected outcome -------------------------------------------------------------
 
 #: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value
@@ -4802,6 +5453,25 @@ ALLOWED: dict = {
     ("jlde", "auroc", "neg", "inf"): "ranks are defined",
     # EDM's weight λ(σ) is elementwise: σ of any shape is valid.
     ("memorization", "edm_weight", "sigma", "shape"): "elementwise in σ",
+    # A graph without triples is a graph: its adjacency and its nodes' relational
+    # profiles are all zero.
+    (
+        "kgmark",
+        "relational_adjacency",
+        "triples",
+        "empty",
+    ): "no triples: the zero adjacency",
+    ("kgmark", "structural_features", "triples", "empty"): "no triples: zero profiles",
+    # The variance-preserving view x / √(1 + σ²) is elementwise: x and σ broadcast.
+    ("kgmark", "vp", "x", "shape"): "elementwise in x and σ",
+    ("kgmark", "vp", "sigma", "shape"): "elementwise in x and σ",
+    # Detection scores are -inf when a suspect KG has no latent left: the AUC only
+    # ranks them, and a positive past every threshold counts as detected.
+    ("kgmark", "auc", "pos", "element_inf"): "ranks are defined",
+    ("kgmark", "auc", "neg", "element_inf"): "ranks are defined",
+    ("kgmark", "tpr_at_fpr", "pos", "element_inf"): "above every threshold",
+    ("effort", "auc", "scores", "inf"): "ranks are defined",
+    ("effort", "auc", "scores", "dtype"): "integer scores rank like any others",
 }
 
 
@@ -4828,6 +5498,8 @@ NOT_SWEPT = {
     "proofaug": {"ProofState", "Problem", "Outcome"},
     "scmoe": {"Routing"},
     "smooth_sb": {"LinearSDE", "Tracks", "ChainSolution"},
+    # load_kg's graph, make_key's key and prepare_seed's trained pieces
+    "kgmark": {"KG", "Key", "Prepared"},
 }
 
 

@@ -29,7 +29,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lib.common import check_choice, check_int, check_nonnegative, check_positive
+from lib.common import (
+    check_choice,
+    check_instance,
+    check_int,
+    check_nonnegative,
+    check_numbers,
+    check_positive,
+)
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
 from .data import (
@@ -122,6 +129,7 @@ class Config:
         check_int("quality", self.quality, 1)
         for name in ("w_orth", "w_ksv"):
             check_nonnegative(name, getattr(self, name))
+        check_instance("lrs", self.lrs, dict, "a dict {arm: learning rate}")
         if set(self.lrs) != set(ARMS):
             raise ValueError(
                 f"lrs: expected a learning rate for each of {ARMS}, got "
@@ -131,6 +139,11 @@ class Config:
             check_positive(f"lrs[{arm!r}]", lr)
         if self.pca_k > 256:
             raise ValueError(f"pca_k: expected at most 256, got {self.pca_k}")
+        check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
+        if len(set(self.claim_seeds)) != len(self.claim_seeds):
+            raise ValueError(
+                f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}"
+            )
 
 
 #: the CPU run the book executes
@@ -143,6 +156,9 @@ def run_experiment(cfg: Config, device=None) -> dict:
     """The FULL entry point: every arm on the notebook seeds, and the claims."""
     from lib.common import device as pick_device
 
+    from .experiment import _check_cfg
+
+    _check_cfg(cfg)
     found = load_foundation()
     runs = run_seeds(cfg, cfg.claim_seeds, found, pick_device(device))
     from .claims import measure_from_runs

@@ -196,9 +196,10 @@ def measure_from_runs(cfg, runs: dict) -> dict:
 def measure_claims(cfg, seeds, device="cpu", runs: dict | None = None) -> dict:
     """``{claim id: {"values": {seed: v}, "control": {seed: v}}}``; ``runs`` (from
     :func:`.experiment.run_seeds` on the same seeds) skips the training."""
-    from .experiment import run_seeds
+    from .experiment import _check_cfg, run_seeds
     from .pretrain import load_foundation
 
+    _check_cfg(cfg)
     seeds = seed_list(seeds)
     if runs is None:
         runs = run_seeds(cfg, seeds, load_foundation(), device)

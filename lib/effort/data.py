@@ -30,7 +30,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.common import check_choice, check_int, check_tensor
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_instance,
+    check_int,
+    check_tensor,
+)
 
 GENERATORS = ("nearest", "bilinear", "dct", "pca", "blend", "ae")
 _SKIMAGE = (
@@ -78,6 +84,7 @@ def sample_patches(
     n = check_int("n", n, 1)
     check_choice("band", band, tuple(_BANDS))
     size = check_int("size", size, 4)
+    check_generator("generator", generator)
     imgs = real_images()
     src = torch.randint(len(imgs), (n,), generator=generator)
     u = torch.rand(n, 2, generator=generator)
@@ -97,7 +104,7 @@ def sample_patches(
 
 def upsample_fake(x: torch.Tensor, mode: str = "nearest") -> torch.Tensor:
     """2× area down-sampling then up-sampling by ``mode`` ("nearest", "bilinear")."""
-    check_tensor("x", x, ndim=4, floating=True)
+    check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
     check_choice("mode", mode, ("nearest", "bilinear", "bicubic"))
     small = F.avg_pool2d(x, 2)  # (B, 1, H/2, W/2)
     kw = {} if mode == "nearest" else {"align_corners": False}
@@ -106,6 +113,7 @@ def upsample_fake(x: torch.Tensor, mode: str = "nearest") -> torch.Tensor:
 
 def dct_matrix(n: int = 8) -> torch.Tensor:
     """The orthonormal DCT-II matrix D (n, n): coefficients = D @ block @ Dᵀ."""
+    check_int("n", n, 1)
     k = torch.arange(n, dtype=torch.float64)[:, None]
     i = torch.arange(n, dtype=torch.float64)[None, :]
     d = torch.cos(math.pi * (2 * i + 1) * k / (2 * n)) * math.sqrt(2 / n)
@@ -127,7 +135,7 @@ _JPEG_Q = torch.tensor(
 
 def dct_fake(x: torch.Tensor, quality: int = 30) -> torch.Tensor:
     """8×8 block DCT quantised with the JPEG table at ``quality`` (1–100), inverted."""
-    check_tensor("x", x, ndim=4, floating=True)
+    check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
     quality = check_int("quality", quality, 1)
     if quality > 100 or x.shape[-1] % 8 or x.shape[-2] % 8:
         raise ValueError(
@@ -146,7 +154,10 @@ def dct_fake(x: torch.Tensor, quality: int = 30) -> torch.Tensor:
 
 
 def pca_basis(x: torch.Tensor, k: int) -> tuple:
-    """Mean (D,) and the top-``k`` principal directions (D, k) of flattened patches."""
+    """Mean (D,) and the top-``k`` principal directions (D, k) of flattened patches
+    x (B, C, H, W); all min(B, D) of them when k is larger."""
+    check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
+    check_int("k", k, 1)
     flat = x.flatten(1)
     mean = flat.mean(0)
     _, _, vh = torch.linalg.svd(flat - mean, full_matrices=False)
@@ -154,7 +165,12 @@ def pca_basis(x: torch.Tensor, k: int) -> tuple:
 
 
 def pca_fake(x: torch.Tensor, mean: torch.Tensor, basis: torch.Tensor) -> torch.Tensor:
-    """Projection of each patch on the affine PCA subspace ``mean + span(basis)``."""
+    """Projection of each patch on the affine PCA subspace ``mean + span(basis)``:
+    x (B, C, H, W), mean (D,) and basis (D, k) with D = C·H·W."""
+    check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
+    d = x[0].numel()
+    check_tensor("mean", mean, shape=(d,), floating=True, finite=True)
+    check_tensor("basis", basis, shape=(d, None), floating=True, finite=True)
     flat = x.flatten(1) - mean  # (B, D)
     return ((flat @ basis) @ basis.T + mean).reshape(x.shape).clamp(0, 1)
 
@@ -164,8 +180,9 @@ def blend_fake(
 ) -> torch.Tensor:
     """Blend ``donor`` into ``x`` through a smooth elliptical mask (a face-swap
     analogue); the mask's centre, radii and softness are random per patch."""
-    check_tensor("x", x, ndim=4, floating=True)
-    check_tensor("donor", donor, shape=tuple(x.shape), floating=True)
+    check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
+    check_tensor("donor", donor, shape=tuple(x.shape), floating=True, finite=True)
+    check_generator("generator", generator)
     b, _, h, w = x.shape
     u = torch.rand(b, 5, generator=generator)
     yy = torch.linspace(0, 1, h)[None, :, None]
@@ -184,6 +201,7 @@ class PatchAE(nn.Module):
 
     def __init__(self, c: int = 8):
         super().__init__()
+        check_int("c", c, 1)
         self.enc = nn.Sequential(
             nn.Conv2d(1, 16, 3, 2, 1), nn.GELU(), nn.Conv2d(16, c, 3, 2, 1)
         )
@@ -199,8 +217,17 @@ class PatchAE(nn.Module):
 def train_ae(
     x: torch.Tensor, steps: int, generator: torch.Generator, batch: int = 64
 ) -> PatchAE:
-    """Fit :class:`PatchAE` to real patches by mean squared error (Adam, 3e-3)."""
+    """Fit :class:`PatchAE` to real patches x (B, 1, H, W), H and W multiples of 4, by
+    mean squared error (Adam, 3e-3)."""
+    check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
+    if x.shape[1] != 1 or x.shape[2] % 4 or x.shape[3] % 4:
+        raise ValueError(
+            f"x: expected grey patches (B, 1, H, W) with H and W multiples of 4, got "
+            f"{tuple(x.shape)}"
+        )
     steps = check_int("steps", steps, 1)
+    check_generator("generator", generator)
+    check_int("batch", batch, 1)
     torch.manual_seed(int(torch.randint(2**31, (1,), generator=generator)))
     ae = PatchAE().to(x.device)
     opt = torch.optim.Adam(ae.parameters(), lr=3e-3)
@@ -219,6 +246,14 @@ def make_fakes(
     """Fakes of generator ``name`` built from real patches ``x`` (``donor``: other real
     patches for ``blend``; ``tools``: the fitted ``pca`` basis and ``ae``)."""
     check_choice("name", name, GENERATORS)
+    check_instance("tools", tools, dict, "a dict of the fitted generators")
+    check_generator("generator", generator)
+    if name == "pca" and "pca" not in tools:
+        raise ValueError("tools: expected the key 'pca' (mean, basis), got none")
+    if name == "ae":
+        if not callable(tools.get("ae")):
+            raise ValueError("tools: expected the key 'ae' (a PatchAE), got none")
+        check_tensor("x", x, ndim=4, floating=True, nonempty=True, finite=True)
     with torch.no_grad():
         if name in ("nearest", "bilinear"):
             return upsample_fake(x, name)

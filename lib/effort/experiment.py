@@ -6,12 +6,22 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from lib.common import check_choice, check_tensor, make_generator
+from lib.common import (
+    check_choice,
+    check_instance,
+    check_int,
+    check_numbers,
+    check_positive,
+    check_tensor,
+    make_generator,
+)
+from lib.common.claims import seed_list
 
 from .data import GENERATORS, make_fakes, pca_basis, sample_patches
 from .model import (
     ARMS,
     Detector,
+    ViT,
     adapt,
     adapted_layers,
     attention_weights,
@@ -22,10 +32,42 @@ from .model import (
 )
 
 
+def _check_cfg(cfg):
+    from . import Config
+
+    check_instance("cfg", cfg, Config, "a lib.effort.Config")
+
+
+def _check_dict(name, value, keys, what):
+    """A dict with ``keys`` (the record ``what`` of another function)."""
+    if not isinstance(value, dict) or any(k not in value for k in keys):
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
+
+
+def _check_foundation(foundation):
+    _check_dict("foundation", foundation, ("vit", "ae"), "the dict of load_foundation")
+
+
+def _check_arms(name, arms):
+    if isinstance(arms, (str, bytes)) or not isinstance(arms, (list, tuple)):
+        raise TypeError(
+            f"{name}: expected a list or tuple of arms, got {type(arms).__name__}"
+        )
+    if not arms:
+        raise ValueError(f"{name}: expected at least one arm, got {arms!r}")
+    for i, arm in enumerate(arms):
+        check_choice(f"{name}[{i}]", arm, ARMS)
+
+
 def auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
-    """Area under the ROC curve (the Mann–Whitney statistic, ties counted ½)."""
+    """Area under the ROC curve (the Mann–Whitney statistic, ties counted ½); labels
+    are 0 (negative) or 1 (positive), ±inf scores rank like any other."""
     check_tensor("scores", scores, ndim=1, nonempty=True)
+    if bool(torch.isnan(scores).any()):
+        raise ValueError("scores: expected numbers, got NaN")
     check_tensor("labels", labels, shape=tuple(scores.shape))
+    if bool(((labels != 0) & (labels != 1)).any()):
+        raise ValueError("labels: expected 0 or 1, got another value")
     pos, neg = scores[labels == 1].double(), scores[labels == 0].double()
     if len(pos) == 0 or len(neg) == 0:
         raise ValueError(
@@ -48,6 +90,9 @@ def prepare_seed(cfg, seed: int, foundation: dict) -> dict:
     """The seed's patches: detector training and validation sets (real vs the seen
     generator's fakes, from the middle band) and a test set per generator (bottom
     band)."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
+    _check_foundation(foundation)
     g = make_generator(seed)
     n, nv, nt = cfg.n_train, cfg.n_val, cfg.n_test
     x, _ = sample_patches(4 * n + 4 * nv, "train", g)
@@ -90,7 +135,14 @@ def train_detector(
     ``labels_from_real=True`` is the asymmetry's control: two random halves of the
     real training patches play "real" and "fake".
     """
+    _check_cfg(cfg)
+    check_instance("backbone", backbone, ViT, "a lib.effort.ViT")
     check_choice("arm", arm, ARMS)
+    check_positive("lr", lr)
+    _check_dict("data", data, ("train",), "the dict of prepare_seed")
+    check_int("seed", seed, 0)
+    if n_train is not None:
+        check_int("n_train", n_train, 1)
     g_init = make_generator(seed * 1009 + 1)
     head_seed = int(torch.randint(2**31, (1,), generator=g_init))  # same for all arms
     n_res = cfg.n_res if n_train is None else n_train
@@ -128,6 +180,9 @@ def train_detector(
 def evaluate(net, data: dict, device="cpu") -> dict:
     """AUC on every generator's test fakes against the test reals, the validation
     loss on the seen generator, and the effective rank of the test features."""
+    check_instance("net", net, Detector, "a lib.effort.Detector")
+    keys = ("test_real", "test", "val")
+    _check_dict("data", data, keys, "the dict of prepare_seed")
     score = []
     xs = [data["test_real"]] + [data["test"][n] for n in GENERATORS]
     feats = [net.backbone.features(x.to(device)) for x in xs]
@@ -149,6 +204,8 @@ def evaluate(net, data: dict, device="cpu") -> dict:
 
 def summarise(cfg, res: dict) -> dict:
     """Seen AUC and the mean unseen AUC of one arm's :func:`evaluate` output."""
+    _check_cfg(cfg)
+    _check_dict("res", res, GENERATORS, "the dict of evaluate")
     unseen = [g for g in GENERATORS if g != cfg.seen]
     res = dict(res)
     res["seen"] = res[cfg.seen]
@@ -159,6 +216,9 @@ def summarise(cfg, res: dict) -> dict:
 def angle_summary(backbone, net, k: int) -> float:
     """The largest principal angle (degrees), averaged over the attention
     projections, between the top-``k`` left singular subspaces before and after."""
+    check_instance("backbone", backbone, ViT, "a lib.effort.ViT")
+    check_instance("net", net, Detector, "a lib.effort.Detector")
+    check_int("k", k, 1)
     before, after = attention_weights(backbone), attention_weights(net.backbone)
     angles = [principal_angles(before[n], after[n], k).max() for n in before]
     return float(torch.stack(angles).mean()) * 180 / torch.pi
@@ -172,6 +232,10 @@ def run_seed(cfg, seed: int, foundation: dict, device="cpu", arms=CLAIM_ARMS) ->
     """Every arm of one seed at its chosen learning rate: the :func:`summarise`d
     metrics, the loss curves, the trainable-parameter count and the subspace angle;
     plus the asymmetry's control run (``"real_vs_real"``)."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
+    _check_foundation(foundation)
+    _check_arms("arms", arms)
     data = prepare_seed(cfg, seed, foundation)
     backbone = foundation["vit"].to(device)
     out = {}
@@ -195,11 +259,17 @@ def run_seed(cfg, seed: int, foundation: dict, device="cpu", arms=CLAIM_ARMS) ->
 def asymmetry(curves: torch.Tensor) -> float:
     """Mean real loss over mean fake loss across the training steps (the paper's
     asymmetry: > 1 when the fake class is learned faster)."""
-    check_tensor("curves", curves, ndim=2, nonempty=True)
+    check_tensor(
+        "curves", curves, shape=(None, 2), floating=True, nonempty=True, finite=True
+    )
     return float(curves[:, 0].mean() / curves[:, 1].mean().clamp(min=1e-8))
 
 
 def run_seeds(cfg, seeds, foundation: dict, device="cpu") -> dict:
+    """:func:`run_seed` on each seed: ``{seed: result}``."""
+    _check_cfg(cfg)
+    seed_list(seeds)
+    _check_foundation(foundation)
     return {int(s): run_seed(cfg, int(s), foundation, device) for s in seeds}
 
 
@@ -208,9 +278,12 @@ def tune(
 ):
     """Each arm's learning rate by the lowest validation loss on the seen generator,
     averaged over ``seeds`` (the tuning seeds): ``({arm: lr}, {arm: {lr: loss}})``."""
+    _check_cfg(cfg)
+    seed_list(seeds)
+    _check_foundation(foundation)
+    check_numbers("lrs", lrs, check_positive)
+    _check_arms("arms", arms)
     arms = tuple(arms)
-    for arm in arms:
-        check_choice("arms", arm, ARMS)
     table = {arm: {} for arm in arms}
     for s in seeds:
         data = prepare_seed(cfg, s, foundation)

@@ -10,7 +10,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.common import check_choice, check_int, check_tensor
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_instance,
+    check_int,
+    check_positive,
+    check_tensor,
+)
 
 PROJ = ("q", "k", "v", "o")  # the attention projections Effort decomposes
 
@@ -58,7 +65,8 @@ class ViT(nn.Module):
         heads: int = 3,
     ):  # fmt: skip
         super().__init__()
-        for name, v in (("img", img), ("patch", patch), ("dim", dim), ("depth", depth)):
+        for name, v in (("img", img), ("patch", patch), ("dim", dim), ("depth", depth),
+                        ("heads", heads)):  # fmt: skip
             check_int(name, v, 1)
         if img % patch or dim % heads:
             raise ValueError(
@@ -85,6 +93,8 @@ class Detector(nn.Module):
 
     def __init__(self, backbone: ViT, classes: int = 2):
         super().__init__()
+        check_instance("backbone", backbone, ViT, "a lib.effort.ViT")
+        check_int("classes", classes, 2)
         self.backbone = backbone
         self.head = nn.Linear(backbone.arch["dim"], classes)
 
@@ -93,6 +103,12 @@ class Detector(nn.Module):
 
 
 # ------------------------------------------------------------------- adapters
+
+
+def _check_linear(linear):
+    check_instance("linear", linear, nn.Linear, "a torch.nn.Linear")
+    if linear.bias is None:
+        raise ValueError("linear: expected an nn.Linear with a bias, got bias=None")
 
 
 class SVDResidualLinear(nn.Module):
@@ -108,6 +124,7 @@ class SVDResidualLinear(nn.Module):
 
     def __init__(self, linear: nn.Linear, n_train: int = 1, which: str = "last"):
         super().__init__()
+        _check_linear(linear)
         check_choice("which", which, ("last", "first", "middle"))
         w = linear.weight.detach()
         rank = min(w.shape)
@@ -161,7 +178,11 @@ class LoRALinear(nn.Module):
         alpha: float | None = None,
     ):  # fmt: skip
         super().__init__()
+        _check_linear(linear)
         rank = check_int("rank", rank, 1)
+        check_generator("generator", generator)
+        if alpha is not None:
+            check_positive("alpha", alpha)
         m, n = linear.weight.shape
         self.register_buffer("weight_frozen", linear.weight.detach().clone())
         self.register_buffer("bias", linear.bias.detach().clone())
@@ -191,7 +212,10 @@ def adapt(
     trained)."""
     import copy
 
+    check_instance("backbone", backbone, ViT, "a lib.effort.ViT")
     check_choice("arm", arm, ARMS)
+    check_int("n_train", n_train, 1)
+    check_generator("generator", generator)
     net = copy.deepcopy(backbone)
     net.requires_grad_(arm == "full")
     if arm in ("probe", "full"):
@@ -210,22 +234,28 @@ def adapt(
 
 def adapted_layers(net: nn.Module) -> list:
     """The :class:`SVDResidualLinear` layers of a network (empty for other arms)."""
+    check_instance("net", net, nn.Module, "a torch.nn.Module")
     return [m for m in net.modules() if isinstance(m, SVDResidualLinear)]
 
 
 def trainable_parameters(net: nn.Module) -> int:
     """The number of parameters with ``requires_grad``."""
+    check_instance("net", net, nn.Module, "a torch.nn.Module")
     return sum(p.numel() for p in net.parameters() if p.requires_grad)
 
 
 def effort_parameter_count(dim: int, depth: int, n_train: int = 1) -> int:
     """Effort's trainable backbone parameters: depth × 4 projections × n_train(2·dim+1)
     (ViT-L/14: 24 × 4 × 2049 = 196 704, the paper's "0.19M")."""
+    for name, v in (("dim", dim), ("depth", depth), ("n_train", n_train)):
+        check_int(name, v, 1)
     return depth * len(PROJ) * n_train * (2 * dim + 1)
 
 
 def attention_weights(net: nn.Module) -> dict:
-    """``{"b.q": W, ...}``: the effective weight of every attention projection."""
+    """``{"b.q": W, ...}``: the effective weight of every attention projection of a
+    :class:`ViT` (adapted or not)."""
+    check_instance("net", net, ViT, "a lib.effort.ViT")
     out = {}
     for i, blk in enumerate(net.blocks):
         for name in PROJ:
@@ -236,9 +266,11 @@ def attention_weights(net: nn.Module) -> dict:
 def principal_angles(a: torch.Tensor, b: torch.Tensor, k: int) -> torch.Tensor:
     """Principal angles (radians, ascending) between the top-``k`` left singular
     subspaces of ``a`` and ``b``."""
-    check_tensor("a", a, ndim=2, floating=True)
-    check_tensor("b", b, shape=tuple(a.shape), floating=True)
+    check_tensor("a", a, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor("b", b, shape=tuple(a.shape), floating=True, finite=True)
     k = check_int("k", k, 1)
+    if k > min(a.shape):
+        raise ValueError(f"k: expected at most {min(a.shape)}, got {k}")
     ua = torch.linalg.svd(a.double(), full_matrices=False)[0][:, :k]
     ub = torch.linalg.svd(b.double(), full_matrices=False)[0][:, :k]
     cos = torch.linalg.svdvals(ua.T @ ub).clamp(-1, 1)
@@ -248,7 +280,9 @@ def principal_angles(a: torch.Tensor, b: torch.Tensor, k: int) -> torch.Tensor:
 def effective_rank(features: torch.Tensor) -> float:
     """exp(entropy) of the normalised eigenvalues of the features' covariance
     (Roy & Vetterli's effective rank; equals d for isotropic features)."""
-    check_tensor("features", features, ndim=2, floating=True, nonempty=True)
+    check_tensor(
+        "features", features, ndim=2, floating=True, nonempty=True, finite=True
+    )
     if len(features) < 2:
         raise ValueError(f"features: expected at least 2 rows, got {len(features)}")
     z = features.double() - features.double().mean(0)
@@ -260,7 +294,9 @@ def effective_rank(features: torch.Tensor) -> float:
 
 def explained_variance(features: torch.Tensor) -> torch.Tensor:
     """The share of variance of each principal component, descending (d,)."""
-    check_tensor("features", features, ndim=2, floating=True, nonempty=True)
+    check_tensor(
+        "features", features, ndim=2, floating=True, nonempty=True, finite=True
+    )
     z = features.double() - features.double().mean(0)
     lam = torch.linalg.svdvals(z).square()
     return (lam / lam.sum()).float()

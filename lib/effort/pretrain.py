@@ -12,13 +12,14 @@ provenance); the chapter loads that file.
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
 import time
 
 import torch
 import torch.nn.functional as F
 
-from lib.common import check_int, check_positive, make_generator
+from lib.common import check_instance, check_int, check_positive, make_generator
 
 from .data import real_images, sample_patches, train_ae
 from .model import ViT
@@ -78,6 +79,7 @@ def pretext_batch(x, src, g):
 def pretrain(cfg: PretrainConfig = PRETRAIN, device="cpu") -> dict:
     """Pretrain the ViT and the autoencoder; return their state dicts and statistics
     (pretext accuracy on held-out patches of the same band, the AE's error)."""
+    check_instance("cfg", cfg, PretrainConfig, "a lib.effort.PretrainConfig")
     g = make_generator(cfg.seed)
     n_img = len(real_images())
     x, src = sample_patches(cfg.n_patches + 2000, "pretrain", g)
@@ -121,6 +123,16 @@ def save_foundation(state: dict, path=FOUNDATION_FILE, provenance: dict | None =
     """Write the pretrained pair with its command and provenance."""
     import json
 
+    if not isinstance(state, dict) or any(
+        k not in state for k in ("vit", "ae", "arch")
+    ):
+        raise TypeError(
+            f"state: expected the dict of pretrain, got {type(state).__name__}"
+        )
+    check_instance("path", path, (str, os.PathLike), "a path")
+    if provenance is not None:
+        check_instance("provenance", provenance, dict, "a dict or None")
+
     prov = json.loads(json.dumps(provenance or {}, default=str))  # plain types only
     state = dict(state, command=COMMAND, provenance=prov)
     path = pathlib.Path(path)
@@ -133,6 +145,7 @@ def load_foundation(path=FOUNDATION_FILE) -> dict:
     """The stored pretrained pair: ``{"vit": ViT, "ae": PatchAE, ...statistics}``."""
     from .data import PatchAE
 
+    check_instance("path", path, (str, os.PathLike), "a path")
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path: no foundation model at {path}; run `{COMMAND}`")

@@ -25,7 +25,14 @@ re-implementation at toy scale, not the authors' pipeline.
 
 import dataclasses
 
-from lib.common import check_choice, check_int, check_positive, check_probability
+from lib.common import (
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_numbers,
+    check_positive,
+    check_probability,
+)
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
 from .data import DATASETS, KG, dataset_dir, load_kg
@@ -119,22 +126,28 @@ class Config:
             check_positive(name, getattr(self, name))
         for name in ("delete", "insert", "edge_delete"):
             check_probability(name, getattr(self, name))
+        check_numbers("grid", self.grid, lambda n, v: check_int(n, v, 1))
         if len(self.grid) != 2 or self.grid[0] * self.grid[1] != self.dim:
             raise ValueError(
                 f"grid: expected (h, w) with h·w = dim = {self.dim}, got {self.grid}"
             )
-        if not 0 <= self.ring[0] < self.ring[1]:
+        check_numbers("ring", self.ring, check_nonnegative)
+        if len(self.ring) != 2 or not self.ring[0] < self.ring[1]:
             raise ValueError(f"ring: expected 0 <= r_in < r_out, got {self.ring}")
         if self.n_lp > self.n_keys:
             raise ValueError(
                 f"n_lp: expected at most n_keys = {self.n_keys}, got {self.n_lp}"
             )
-        if not self.mask_steps or any(
-            not 0 <= t <= self.ddim_steps for t in self.mask_steps
-        ):
+        check_numbers("mask_steps", self.mask_steps, lambda n, v: check_int(n, v, 0))
+        if any(not 0 <= t <= self.ddim_steps for t in self.mask_steps):
             raise ValueError(
                 f"mask_steps: expected steps in [0, {self.ddim_steps}], got "
                 f"{self.mask_steps}"
+            )
+        check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
+        if len(set(self.claim_seeds)) != len(self.claim_seeds):
+            raise ValueError(
+                f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}"
             )
 
 

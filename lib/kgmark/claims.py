@@ -169,8 +169,8 @@ def measure_from_runs(runs: dict) -> dict:
         put(
             "align-permutation",
             s,
-            km["shuffle"]["auc"],
-            r["no-align"]["shuffle"]["auc"],
+            km["reorder"]["auc"],
+            r["no-align"]["reorder"]["auc"],
         )
         put(
             "redundancy-deletion", s,
@@ -188,8 +188,9 @@ def measure_from_runs(runs: dict) -> dict:
 def measure_claims(cfg, seeds, device="cpu", runs: dict | None = None) -> dict:
     """``{claim id: {"values": {seed: v}, "control": {seed: v}}}``; ``runs`` (from
     :func:`.experiment.run_seeds` on the same seeds) skips the training."""
-    from .experiment import run_seeds
+    from .experiment import _check_cfg, run_seeds
 
+    _check_cfg(cfg)
     seeds = seed_list(seeds)
     runs = run_seeds(cfg, seeds, device) if runs is None else runs
     return measure_from_runs(runs)

@@ -14,7 +14,7 @@ import pathlib
 
 import torch
 
-from lib.common import check_choice
+from lib.common import check_choice, check_int, check_numbers, check_tensor
 
 DATASETS = ("umls", "nations", "kinships")
 
@@ -77,3 +77,36 @@ def load_kg(name: str = "umls") -> KG:
         ).reshape(-1, 3)
 
     return KG(name, ents, rels, *(ids(splits[s]) for s in ("train", "valid", "test")))
+
+
+# ---------------------------------------------------------------- input checks
+def _check_shape(name: str, shape, length: int | None = 3) -> tuple:
+    """A latent shape: a tuple of ``length`` positive ints ((C, h, w) by default)."""
+    shape = check_numbers(name, shape, lambda n, v: check_int(n, v, 1))
+    if length is not None and len(shape) != length:
+        raise ValueError(f"{name}: expected {length} sizes, got {shape}")
+    return shape
+
+
+def _check_ids(name: str, ids: torch.Tensor, n: int, what: str = "ids"):
+    """Every entry of the integer tensor ``ids`` in [0, n) (reads the values)."""
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        raise ValueError(
+            f"{name}: expected {what} in [0, {n}), got {int(ids.min())}.."
+            f"{int(ids.max())}"
+        )
+
+
+def _check_triples(name: str, triples, n: int | None = None, n_relations=None):
+    """(m, 3) integer (head, relation, tail) ids; with ``n`` given, also their ranges
+    (entities in [0, n), relations in [0, n_relations) or >= 0; reads the values)."""
+    check_tensor(name, triples, shape=(None, 3), integer=True)
+    if n is None or not triples.numel():
+        return
+    _check_ids(name, triples[:, [0, 2]], n, "entity ids")
+    if n_relations is not None:
+        _check_ids(name, triples[:, 1], n_relations, "relation ids")
+    elif int(triples[:, 1].min()) < 0:
+        raise ValueError(
+            f"{name}: expected relation ids >= 0, got {int(triples[:, 1].min())}"
+        )

@@ -13,8 +13,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import check_generator, check_int, check_positive, check_tensor
 from lib.common.edm import karras_sigmas, precondition
+
+from .data import _check_shape
 
 
 class Denoiser(nn.Module):
@@ -23,6 +25,9 @@ class Denoiser(nn.Module):
 
     def __init__(self, shape=(4, 8, 8), hidden=256, generator=None):
         super().__init__()
+        _check_shape("shape", shape, None)
+        check_int("hidden", hidden, 1)
+        check_generator("generator", generator)
         self.shape = tuple(shape)
         d = int(torch.tensor(shape).prod())
         self.net = nn.Sequential(
@@ -50,6 +55,7 @@ class LatentDiffusion(nn.Module):
 
     def __init__(self, shape=(4, 8, 8), hidden=256, sigma_data=1.0, generator=None):
         super().__init__()
+        check_positive("sigma_data", sigma_data)
         self.F = Denoiser(shape, hidden, generator)
         self.sigma_data = sigma_data
 
@@ -63,9 +69,17 @@ def train_diffusion(
 ):  # fmt: skip
     """EDM training (log-normal σ, P_mean −1.2, P_std 1.2, λ(σ) weighting) on batches
     from ``sample_batch(batch, generator) -> (batch, *shape)``."""
+    if not callable(sample_batch):
+        raise TypeError(
+            f"sample_batch: expected a function (batch, generator) -> latents, got "
+            f"{type(sample_batch).__name__}"
+        )
+    _check_shape("shape", shape, None)
     check_int("steps", steps, 1)
     check_int("batch", batch, 1)
     check_positive("lr", lr)
+    check_int("hidden", hidden, 1)
+    check_generator("generator", generator)
     model = LatentDiffusion(shape, hidden, generator=generator).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sd = model.sigma_data
@@ -84,7 +98,33 @@ def train_diffusion(
 
 def sigma_grid(steps, sigma_min=0.01, sigma_max=10.0, device="cpu"):
     """σ_max = s_0 > … > s_steps = σ_min (Karras ρ = 7), the DDIM time grid."""
+    check_int("steps", steps, 1)
     return karras_sigmas(steps + 1, sigma_min, sigma_max, device=device).flip(0)
+
+
+def _check_inputs(model, name, x, sigmas, check):
+    """A callable model, latents ``x`` (B, C, h, w) of the model's shape, and a grid
+    of noise levels; ``check=False`` (the experiment's loops) keeps the old checks
+    only."""
+    check_tensor(name, x, ndim=4, floating=True)
+    if not check:
+        return
+    if not callable(model):
+        raise TypeError(
+            f"model: expected a denoiser D(x, sigma), got {type(model).__name__}"
+        )
+    check_tensor(name, x, nonempty=True, finite=True)
+    want = getattr(getattr(model, "F", None), "shape", None)
+    if want is not None and tuple(x.shape[1:]) != tuple(want):
+        raise ValueError(
+            f"{name}: expected latents of shape (B, {', '.join(map(str, want))}), "
+            f"got {tuple(x.shape)}"
+        )
+    check_tensor("sigmas", sigmas, ndim=1, floating=True, nonempty=True, finite=True)
+    if bool((sigmas <= 0).any()):
+        raise ValueError(
+            f"sigmas: expected noise levels > 0, got min {float(sigmas.min()):.3g}"
+        )
 
 
 def _slope(model, x, s):
@@ -92,10 +132,10 @@ def _slope(model, x, s):
 
 
 @torch.no_grad()
-def ddim_sample(model, noise, sigmas, return_path=False):
+def ddim_sample(model, noise, sigmas, return_path=False, *, check=True):
     """Deterministic DDIM (Euler) from x_T = σ_max·noise down to σ_min.
     ``return_path`` also returns the states (steps+1, B, ...) at every σ."""
-    check_tensor("noise", noise, ndim=4, floating=True)
+    _check_inputs(model, "noise", noise, sigmas, check)
     x = noise * sigmas[0]
     path = [x]
     for s, s_next in zip(sigmas[:-1], sigmas[1:]):
@@ -105,14 +145,14 @@ def ddim_sample(model, noise, sigmas, return_path=False):
 
 
 @torch.no_grad()
-def ddim_invert(model, x0, sigmas, fixed_point=1, return_path=False):
+def ddim_invert(model, x0, sigmas, fixed_point=1, return_path=False, *, check=True):
     """DDIM inversion from the data up to σ_max; returns the noise x_T/σ_max.
 
     Each step solves x' = x − (s − s') d(x', s') for x' (s' > s): the point whose
     sampling step lands on x. ``fixed_point = 0`` is the usual approximation
     d(x', s') ≈ d(x, s); each fixed-point iteration refines it (Wallace et al.
     2023 and later exact-inversion work use the same idea)."""
-    check_tensor("x0", x0, ndim=4, floating=True)
+    _check_inputs(model, "x0", x0, sigmas, check)
     check_int("fixed_point", fixed_point, 0)
     up = sigmas.flip(0)  # σ_min → σ_max
     x = x0

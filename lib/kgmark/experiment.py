@@ -10,15 +10,28 @@ each attack draws its own randomness per key and per side.
 from __future__ import annotations
 
 import dataclasses
+import numbers
+
 import numpy as np
 import torch
 
-from lib.common import make_generator
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_instance,
+    check_int,
+    check_probability,
+    check_tensor,
+    make_generator,
+)
+from lib.common.claims import seed_list
 
-from .data import load_kg
+from .data import _check_triples, load_kg
 from .diffusion import ddim_invert, ddim_sample, sigma_grid, train_diffusion
 from .gae import link_prediction, train_gae
 from .watermark import (
+    Key,
+    _check_mask,
     aligned_groups,
     bit_error,
     distance,
@@ -45,6 +58,19 @@ class Scheme:
     align: bool = True
     redundant: bool = True
     kind: str = "fourier"
+
+    def __post_init__(self):
+        check_choice("mask", self.mask, MASKS)
+        check_choice("kind", self.kind, ("fourier", "shading"))
+        if (self.kind == "shading") != (self.mask == "none"):
+            raise ValueError(
+                f"mask: expected 'none' exactly when kind is 'shading', got "
+                f"mask={self.mask!r} with kind={self.kind!r}"
+            )
+
+
+#: the masks of the Fourier schemes ("none": Gaussian Shading has no mask)
+MASKS = ("learned", "ring", "random", "none")
 
 
 SCHEMES = {
@@ -83,8 +109,67 @@ class Prepared:
     shape: tuple
 
 
+def _check_cfg(cfg):
+    from . import Config
+
+    check_instance("cfg", cfg, Config, "a lib.kgmark.Config")
+
+
+def _check_prepared(P, cfg=None):
+    """``P`` from :func:`prepare_seed` (made with ``cfg``'s latent shape)."""
+    check_instance("P", P, Prepared, "the Prepared of prepare_seed")
+    if cfg is not None and tuple(P.shape) != (cfg.channels, *cfg.grid):
+        raise ValueError(
+            f"cfg: expected the latent shape P was prepared with, {tuple(P.shape)}, "
+            f"got channels={cfg.channels}, grid={cfg.grid}"
+        )
+
+
+def _check_key(key, P):
+    check_instance("key", key, Key, "a Key of make_key")
+    if tuple(key.signature.shape) != tuple(P.shape):
+        raise ValueError(
+            f"key: expected a key for latents {tuple(P.shape)}, got "
+            f"{tuple(key.signature.shape)}"
+        )
+
+
+def _check_graph(name, kg, d=None, check=True):
+    """A KG as ``(Z (n, d), triples (m, 3))``; ``check`` reads the values (finite
+    embeddings, node ids in [0, n))."""
+    if isinstance(kg, (str, bytes)) or not isinstance(kg, (tuple, list)):
+        raise TypeError(
+            f"{name}: expected a pair (Z, triples), got {type(kg).__name__}"
+        )
+    if len(kg) != 2:
+        raise ValueError(f"{name}: expected a pair (Z, triples), got {len(kg)} items")
+    Z, T = kg
+    check_tensor(f"{name}[0]", Z, ndim=2, floating=True, nonempty=True)
+    if d is not None and Z.shape[1] != d:
+        raise ValueError(
+            f"{name}[0]: expected embeddings of size {d}, got {Z.shape[1]}"
+        )
+    _check_triples(f"{name}[1]", T)
+    if check:
+        check_tensor(f"{name}[0]", Z, finite=True)
+        _check_triples(f"{name}[1]", T, len(Z))
+
+
+def _check_names(name, values, choices, allow_empty=False):
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
+        raise TypeError(
+            f"{name}: expected a list or tuple of names, got {type(values).__name__}"
+        )
+    if not values and not allow_empty:
+        raise ValueError(f"{name}: expected at least one name, got {values!r}")
+    for i, v in enumerate(values):
+        check_choice(f"{name}[{i}]", v, choices)
+
+
 def prepare_seed(cfg, seed, device="cpu") -> Prepared:
     """Train the graph autoencoder and the latent diffusion model for one seed."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
     g = make_generator(seed)
     kg = load_kg(cfg.dataset)
     Z, R = train_gae(kg, cfg.dim, cfg.bases, cfg.gae_steps, cfg.gae_lr, g, device)
@@ -107,8 +192,8 @@ def prepare_seed(cfg, seed, device="cpu") -> Prepared:
 
 def _groups(P, Zs, triples, key, scheme, cfg):
     if scheme.align:
-        X = structural_features(triples, Zs.shape[0], P.kg.n_relations)
-        return aligned_groups(X, cfg.channels, cfg.clusters, key.direction)
+        X = structural_features(triples, Zs.shape[0], P.kg.n_relations, check=False)
+        return aligned_groups(X, cfg.channels, cfg.clusters, key.direction, check=False)
     return index_groups(Zs.shape[0], cfg.channels)
 
 
@@ -120,6 +205,11 @@ def watermark(P, key, scheme, cfg, generator=None):
     """Embed ``key`` into the KG: layout → latents → DDIM inversion → signature
     under the mask (or signs) → DDIM sampling → embeddings. Returns the watermarked
     embeddings (n, d) and the mask the detector will use."""
+    _check_cfg(cfg)
+    _check_prepared(P, cfg)
+    _check_key(key, P)
+    check_instance("scheme", scheme, Scheme, "a lib.kgmark.Scheme")
+    check_generator("generator", generator)
     Zs = (P.Z - P.mu) / P.scale
     groups = _groups(P, Zs, P.kg.train, key, scheme, cfg)  # (G, C)
     G = len(groups)
@@ -128,10 +218,12 @@ def watermark(P, key, scheme, cfg, generator=None):
             f"max_groups: expected at least {G} latents, got {cfg.max_groups}"
         )
     x0 = Zs[groups].view(G, *P.shape)
-    noise, inv_path = ddim_invert(P.model, x0, P.sigmas, cfg.fixed_point, True)
+    noise, inv_path = ddim_invert(
+        P.model, x0, P.sigmas, cfg.fixed_point, True, check=False
+    )
     mask = None
     if scheme.kind == "shading":
-        wm = shade(noise, key.signs)
+        wm = shade(noise, key.signs, check=False)
     else:
         sig = _signature(key, scheme, G)
         size = int(ring_mask(P.shape, cfg.ring[0], cfg.ring[1]).sum())
@@ -140,45 +232,59 @@ def watermark(P, key, scheme, cfg, generator=None):
         elif scheme.mask == "random":
             mask = random_mask(P.shape, size, generator)
         else:
-            _, smp_path = ddim_sample(P.model, noise, P.sigmas, True)
+            _, smp_path = ddim_sample(P.model, noise, P.sigmas, True, check=False)
             t = list(cfg.mask_steps)
             s = P.sigmas[t].view(-1, 1, 1, 1, 1)
             mask = learn_mask(
-                vp(smp_path[t], s), vp(inv_path[t], s), sig, size, cfg.mask_epochs,
-                cfg.mask_lr, generator,
+                vp(smp_path[t], s, check=False), vp(inv_path[t], s, check=False), sig,
+                size, cfg.mask_epochs, cfg.mask_lr, generator, check=False,
             )  # fmt: skip
-        wm = inject(noise, mask, sig)
-    xw = ddim_sample(P.model, wm, P.sigmas)  # (G, C, h, w)
+        wm = inject(noise, mask, sig, check=False)
+    xw = ddim_sample(P.model, wm, P.sigmas, check=False)  # (G, C, h, w)
     Zw = Zs.clone()
     Zw[groups.flatten()] = xw.reshape(G * cfg.channels, -1)
     return Zw * P.scale + P.mu, mask
 
 
-def detect(P, suspect, key, mask, scheme, cfg) -> float:
+def detect(P, suspect, key, mask, scheme, cfg, *, check=True) -> float:
     """Score a suspect KG ``(Z, triples)`` for ``key``: higher means more watermarked
-    (minus the mean masked distance, or minus the mean sign error)."""
+    (minus the mean masked distance, or minus the mean sign error). ``mask``: the
+    one :func:`watermark` returned (ignored by Gaussian Shading). ``check=False``
+    skips reading the suspect's values (the experiment's per-key loop)."""
+    _check_cfg(cfg)
+    _check_prepared(P, cfg)
+    _check_key(key, P)
+    check_instance("scheme", scheme, Scheme, "a lib.kgmark.Scheme")
+    _check_graph("suspect", suspect, P.Z.shape[1], check)
+    if scheme.kind != "shading":
+        _check_mask("mask", mask, P.shape, nonempty=check)
     Z_suspect, triples = suspect
     Zs = (Z_suspect - P.mu) / P.scale
     groups = _groups(P, Zs, triples, key, scheme, cfg)
     if len(groups) == 0:
         return float("-inf")
     noise = ddim_invert(P.model, Zs[groups].view(len(groups), *P.shape), P.sigmas,
-                        cfg.fixed_point)  # fmt: skip
+                        cfg.fixed_point, check=False)  # fmt: skip
     if scheme.kind == "shading":
-        return -float(bit_error(noise, key.signs).mean())
+        return -float(bit_error(noise, key.signs, check=False).mean())
     if scheme.redundant:
-        return -float(distance(noise, mask, key.signature).mean())
+        return -float(distance(noise, mask, key.signature, check=False).mean())
     G = min(len(groups), cfg.max_groups)
-    return -float(distance(noise[:G], mask, key.segments[:G]).mean())
+    return -float(distance(noise[:G], mask, key.segments[:G], check=False).mean())
 
 
-def attack(kg, kind, cfg, generator):
+def attack(kg, kind, cfg, generator, *, check=True):
     """The suspect's edits on a KG ``(Z (n, d), triples (m, 3))``: Gaussian noise on
     every embedding; deletion of nodes (and their triples); a permutation of the
     node ids; a permutation after inserting nodes (copies of random nodes plus
     noise, each with as many random triples as an average node); or a permutation
     after deleting a share of the triples ("reorder": the relational profiles the
-    alignment reads change, so the layout has to be recovered, not just re-read)."""
+    alignment reads change, so the layout has to be recovered, not just re-read).
+    ``check=False`` skips reading the graph's values (the experiment's loop)."""
+    check_choice("kind", kind, ATTACKS)
+    _check_cfg(cfg)
+    check_generator("generator", generator)
+    _check_graph("kg", kg, check=check)
     Z, T = kg
     n = Z.shape[0]
     if kind == "none":
@@ -223,8 +329,44 @@ def _relabel(Z, T, rows):
     return Z[rows], torch.stack([new_id[h[ok]], r[ok], new_id[t[ok]]], 1)
 
 
+def _check_scores(name, values, finite=False, min_len=1):
+    """A non-empty 1-D list, tuple, array or tensor of real scores without NaN (±inf
+    ranks like any score unless ``finite``); reads the values."""
+    if isinstance(values, (list, tuple)):
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(
+                    f"{name}[{i}]: expected a number, got {type(v).__name__} ({v!r})"
+                )
+        arr = np.asarray(values, dtype=float)
+    elif isinstance(values, (np.ndarray, torch.Tensor)):
+        arr = np.asarray(
+            values.tolist() if isinstance(values, torch.Tensor) else values
+        )
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"{name}: expected real scores, got dtype {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"{name}: expected a 1-D array, got shape {arr.shape}")
+    else:
+        raise TypeError(
+            f"{name}: expected a list, tuple, array or tensor of scores, got "
+            f"{type(values).__name__}"
+        )
+    if len(arr) < min_len:
+        raise ValueError(f"{name}: expected at least {min_len} scores, got {len(arr)}")
+    bad = np.isnan(arr) if not finite else ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(
+            f"{name}: expected {'finite scores' if finite else 'scores without NaN'}, "
+            f"got {arr[bad][0]}"
+        )
+
+
 def auc(pos, neg) -> float:
-    """P(score_pos > score_neg) + ½ P(tie) (the Mann–Whitney AUC)."""
+    """P(score_pos > score_neg) + ½ P(tie) (the Mann–Whitney AUC); ±inf scores rank
+    like any other (a suspect without a latent scores −inf)."""
+    _check_scores("pos", pos)
+    _check_scores("neg", neg)
     p = torch.as_tensor(pos, dtype=torch.float64)[:, None]
     q = torch.as_tensor(neg, dtype=torch.float64)[None, :]
     return float(((p > q).double() + 0.5 * (p == q).double()).mean())
@@ -234,6 +376,11 @@ def tpr_at_fpr(pos, neg, fpr=0.01) -> float:
     """TPR at the threshold where a normal fitted to the null scores has tail
     ``fpr`` (few null scores per seed: the empirical 1 % quantile would be their
     maximum)."""
+    _check_scores("pos", pos)
+    _check_scores("neg", neg, finite=True, min_len=2)
+    check_probability("fpr", fpr)
+    if not 0 < fpr < 1:
+        raise ValueError(f"fpr: expected a number in (0, 1), got {fpr}")
     neg = np.asarray(neg, dtype=float)
     from scipy.stats import norm
 
@@ -245,6 +392,12 @@ def run_scheme(P, name, cfg, seed, attacks=None):
     """Watermark with ``cfg.n_keys`` keys, attack, detect; AUC, TPR@1%FPR per attack
     (default: :data:`RUNS`), the AUC with a wrong key, and link prediction with the
     first ``cfg.n_lp`` watermarked KGs (only those when no attack is asked)."""
+    _check_cfg(cfg)
+    _check_prepared(P, cfg)
+    check_choice("name", name, tuple(SCHEMES))
+    check_int("seed", seed, 0)
+    if attacks is not None:
+        _check_names("attacks", attacks, ATTACKS, allow_empty=True)
     scheme = SCHEMES[name]
     attacks = RUNS[name] if attacks is None else tuple(attacks)
     g = make_generator(10_000 * seed + 17)  # keys: the same for every scheme
@@ -264,15 +417,13 @@ def run_scheme(P, name, cfg, seed, attacks=None):
         if k < cfg.n_lp:
             lp.append(link_prediction(Zw, P.R, P.kg))
         if attacks and prev is not None:  # this KG scored with key k − 1
-            wrong.append(detect(P, (Zw, T), *prev, scheme, cfg))
+            wrong.append(detect(P, (Zw, T), *prev, scheme, cfg, check=False))
         prev = (key, mask)
         for a in attacks:
-            pos[a].append(
-                detect(P, attack((Zw, T), a, cfg, ga), key, mask, scheme, cfg)
-            )
-            neg[a].append(
-                detect(P, attack((P.Z, T), a, cfg, ga), key, mask, scheme, cfg)
-            )
+            edited = attack((Zw, T), a, cfg, ga, check=False)
+            pos[a].append(detect(P, edited, key, mask, scheme, cfg, check=False))
+            edited = attack((P.Z, T), a, cfg, ga, check=False)
+            neg[a].append(detect(P, edited, key, mask, scheme, cfg, check=False))
     out = {
         a: {"auc": auc(pos[a], neg[a]), "tpr": tpr_at_fpr(pos[a], neg[a]),
             "pos": pos[a], "neg": neg[a]}
@@ -287,7 +438,12 @@ def run_scheme(P, name, cfg, seed, attacks=None):
 
 
 def run_seed(cfg, seed, device="cpu", schemes=None):
-    """Every scheme on one seed; the original KG's link prediction as reference."""
+    """Every scheme on one seed (or those named in ``schemes``); the original KG's
+    link prediction as reference."""
+    _check_cfg(cfg)
+    check_int("seed", seed, 0)
+    if schemes is not None:
+        _check_names("schemes", schemes, tuple(SCHEMES))
     P = prepare_seed(cfg, seed, device)
     base = link_prediction(P.Z, P.R, P.kg)
     res = {"original": base}
@@ -297,6 +453,9 @@ def run_seed(cfg, seed, device="cpu", schemes=None):
 
 
 def run_seeds(cfg, seeds, device="cpu"):
+    """:func:`run_seed` on each seed: ``{seed: result}``."""
+    _check_cfg(cfg)
+    seed_list(seeds)
     return {int(s): run_seed(cfg, int(s), device) for s in seeds}
 
 
@@ -306,6 +465,7 @@ def run_experiment(cfg, device=None):
 
     from .claims import measure_from_runs
 
+    _check_cfg(cfg)
     device = pick_device() if device is None else device
     runs = run_seeds(cfg, cfg.claim_seeds, device)
     for r in runs.values():

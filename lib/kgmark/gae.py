@@ -10,15 +10,24 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.common import check_int, check_positive, check_tensor
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_instance,
+    check_int,
+    check_positive,
+    check_tensor,
+)
+
+from .data import KG, _check_ids, _check_triples
 
 
 def relational_adjacency(triples: torch.Tensor, n_entities: int, n_relations: int):
     """Row-normalised adjacency per relation and per inverse relation:
     (2R, n, n), A[r, i, j] = 1/|N_r(i)| when (i, r, j) is a triple."""
-    check_tensor("triples", triples, ndim=2)
-    if triples.shape[1] != 3:
-        raise ValueError(f"triples: expected shape (m, 3), got {tuple(triples.shape)}")
+    n_entities = check_int("n_entities", n_entities, 1)
+    n_relations = check_int("n_relations", n_relations, 1)
+    _check_triples("triples", triples, n_entities, n_relations)
     h, r, t = triples.unbind(1)
     A = torch.zeros(2 * n_relations, n_entities, n_entities)
     A[r, h, t] = 1.0  # head → tail messages along r
@@ -33,7 +42,10 @@ class RGCN(nn.Module):
 
     def __init__(self, n_entities, n_rel2, dim=64, bases=8, layers=2, generator=None):
         super().__init__()
-        g = generator
+        for name, v in (("n_entities", n_entities), ("n_rel2", n_rel2), ("dim", dim),
+                        ("bases", bases), ("layers", layers)):  # fmt: skip
+            check_int(name, v, 1)
+        g = check_generator("generator", generator)
         self.emb = nn.Parameter(torch.randn(n_entities, dim, generator=g) * 0.1)
         self.coef = nn.ParameterList()
         self.basis = nn.ParameterList()
@@ -60,17 +72,32 @@ class RGCN(nn.Module):
         return h  # (n, d)
 
 
-def distmult_scores(Z: torch.Tensor, R: torch.Tensor, heads, rels) -> torch.Tensor:
-    """Scores of every tail for (head, relation) queries: (q, n)."""
+def distmult_scores(
+    Z: torch.Tensor, R: torch.Tensor, heads, rels, *, check: bool = True
+) -> torch.Tensor:
+    """Scores of every tail for (head, relation) queries: (q, n). ``check=False``
+    skips the input checks (the training loop, whose inputs are built here)."""
+    if check:
+        check_tensor("Z", Z, ndim=2, floating=True, nonempty=True, finite=True)
+        check_tensor(
+            "R", R, shape=(None, Z.shape[1]), floating=True, nonempty=True, finite=True
+        )
+        check_tensor("heads", heads, ndim=1, integer=True, nonempty=True)
+        check_tensor("rels", rels, shape=(len(heads),), integer=True)
+        _check_ids("heads", heads, len(Z))
+        _check_ids("rels", rels, len(R))
     return (Z[heads] * R[rels]) @ Z.T  # ⟨z_h, diag(r), z_t⟩ for all t
 
 
 def train_gae(kg, dim=64, bases=8, steps=200, lr=0.01, generator=None, device="cpu"):
     """Fit the encoder and the DistMult relation vectors by 1-N cross-entropy on the
     training triples and their inverses; returns (Z (n, d), R (2R, d)) detached."""
+    check_instance("kg", kg, KG, "a lib.kgmark.KG")
     check_int("dim", dim, 1)
+    check_int("bases", bases, 1)
     check_int("steps", steps, 1)
     check_positive("lr", lr)
+    check_generator("generator", generator)
     n, nr = kg.n_entities, kg.n_relations
     A = relational_adjacency(kg.train, n, nr).to(device)
     enc = RGCN(n, 2 * nr, dim, bases, generator=generator).to(device)
@@ -80,7 +107,8 @@ def train_gae(kg, dim=64, bases=8, steps=200, lr=0.01, generator=None, device="c
     opt = torch.optim.Adam([*enc.parameters(), R], lr=lr)
     for _ in range(steps):
         Z = enc(A)
-        loss = nn.functional.cross_entropy(distmult_scores(Z, R, heads, rels), tails)
+        scores = distmult_scores(Z, R, heads, rels, check=False)
+        loss = nn.functional.cross_entropy(scores, tails)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -92,7 +120,12 @@ def link_prediction(Z, R, kg, split="test"):
     """Filtered MRR and Hits@10 of DistMult on ``split`` (tails and, through the
     inverse relations, heads); known true triples other than the query are
     filtered out of the ranking."""
-    check_tensor("Z", Z, ndim=2, floating=True)
+    check_instance("kg", kg, KG, "a lib.kgmark.KG")
+    check_choice("split", split, ("train", "valid", "test"))
+    check_tensor("Z", Z, shape=(kg.n_entities, None), floating=True, finite=True)
+    check_tensor(
+        "R", R, shape=(2 * kg.n_relations, Z.shape[1]), floating=True, finite=True
+    )
     nr = kg.n_relations
     test = getattr(kg, split).to(Z.device)
     known = torch.cat([kg.train, kg.valid, kg.test]).to(Z.device)
@@ -105,7 +138,7 @@ def link_prediction(Z, R, kg, split="test"):
         Z.shape[0] * 2 * nr, Z.shape[0], dtype=torch.bool, device=Z.device
     )
     filt[kq, ka] = True
-    s = distmult_scores(Z, R, heads, rels)  # (q, n)
+    s = distmult_scores(Z, R, heads, rels, check=False)  # (q, n)
     true = s.gather(1, tails[:, None])  # (q, 1)
     mask = filt[heads * 2 * nr + rels]
     mask[torch.arange(len(tails)), tails] = False
