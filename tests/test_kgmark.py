@@ -154,6 +154,14 @@ def test_shuffle_keeps_each_nodes_profile():
     assert len(Zd) == 135 - round(0.2 * 135) and int(Td[:, [0, 2]].max()) < len(Zd)
     Zi, Ti = K.attack((Z, kg.train), "insert", TINY, g(3))
     assert len(Zi) == 135 + round(0.1 * 135) and len(Ti) > len(kg.train)
+    # reorder: every node kept, 10 % of the triples cut, the ids shuffled; the profiles
+    # the alignment reads change, so (unlike a shuffle) it has something to recover
+    Zr, Tr = K.attack((Z, kg.train), "reorder", TINY, g(4))
+    m = len(kg.train)
+    assert len(Zr) == 135 and len(Tr) == m - round(TINY.edge_delete * m)
+    idx = torch.cdist(Zr, Z).argmin(1)
+    assert not torch.equal(K.structural_features(Tr, 135, 46), X[idx])
+    assert sorted(idx.tolist()) == list(range(135))
 
 
 def test_auc_matches_naive():
