@@ -23,7 +23,7 @@ from lib.clip_icm.reference import (
 
 TINY = Ci.Config(
     n_pretrain=300, n_per_domain=100, steps=5, batch=32, dim=16, width=32,
-    n_pairs=50, k=4, claim_seeds=(0, 1),
+    n_pairs=50, k=4, n_readout=40, claim_seeds=(0, 1),
 )  # fmt: skip
 
 
@@ -171,6 +171,60 @@ def test_domains_follow_their_links():
         assert abs(c - dom.p_colour) < 0.03 and abs(m - dom.p_marker) < 0.03
 
 
+def test_one_factor_shift_per_left_out_domain():
+    """C flips the colour link and keeps the marker's direction; D the reverse: the
+    other factor follows the class, as it does in most of the sources."""
+    dom = {d.name: d for d in Ci.DOMAINS}
+    assert (dom["C"].colour_shift, dom["C"].marker_shift) == (5, 0)
+    assert (dom["D"].colour_shift, dom["D"].marker_shift) == (0, 5)
+    for name, factor in (("C", "marker"), ("D", "colour")):
+        others = [d for d in Ci.DOMAINS if d.name != name]
+        unshifted = [d for d in others if getattr(d, factor + "_shift") == 0]
+        assert len(unshifted) == 2  # the majority link of the sources
+        assert getattr(dom[name], "p_" + factor) >= 0.8  # follows it
+
+
+def test_readout_set_style_is_independent_of_class():
+    r = Ci.make_readout(3000, g())
+    assert r["x"].shape == (3000, 3, Cd.H, Cd.W)
+    for factor in ("colour", "marker"):
+        agree = float((r[factor] == r["y"]).double().mean())
+        assert abs(agree - 0.1) < 0.03  # chance: no link to the class
+        counts = torch.bincount(r[factor], minlength=10).double() / 3000
+        assert counts.min() > 0.07 and counts.max() < 0.13
+    a, b = Ci.make_readout(50, g(1)), Ci.make_readout(50, g(1))
+    assert torch.equal(a["x"], b["x"])  # reproducible from the generator
+
+
+def _readout_fold(n=400):
+    """A fold dict whose readout embedding is the one-hot colour in coordinates 0–9,
+    the one-hot marker in 10–19 and noise in 20–23."""
+    gen = g(7)
+    colour = torch.randint(10, (n,), generator=gen)
+    marker = torch.randint(10, (n,), generator=gen)
+    z = torch.cat(
+        [
+            torch.nn.functional.one_hot(colour, 10).float(),
+            torch.nn.functional.one_hot(marker, 10).float(),
+            torch.randn(n, 4, generator=gen),
+        ],
+        1,
+    )
+    fit = torch.arange(n) < n // 2
+    return {"readout": {"z": z, "colour": colour, "marker": marker, "fit": fit}}
+
+
+def test_style_readout_known_answers():
+    f = _readout_fold()
+    raw = Ci.style_readout(f, None, 10.0)
+    assert raw["colour"] == 1.0 and raw["marker"] == 1.0
+    eye = torch.eye(24)
+    no_colour = Ci.style_readout(f, eye[:, 10:], 10.0)  # colour coordinates dropped
+    assert no_colour["colour"] < 0.25 and no_colour["marker"] == 1.0
+    no_marker = Ci.style_readout(f, torch.cat([eye[:, :10], eye[:, 20:]], 1), 10.0)
+    assert no_marker["colour"] == 1.0 and no_marker["marker"] < 0.25
+
+
 def test_colour_interventions_keep_shape_and_marker():
     digits = torch.rand(30, 14, 14, generator=g()) * (
         torch.rand(30, 14, 14, generator=g(1)) > 0.6
@@ -273,6 +327,22 @@ def test_captions_and_prompts():
         (lambda: Ci.Config(kinds=("sepia",)), ValueError, "kinds"),
         (lambda: Ci.Config(n_pairs=10**6), ValueError, "n_pairs"),
         (lambda: Ci.Config(holdout=1.0), ValueError, "holdout"),
+        (lambda: Ci.Config(n_readout=20000), ValueError, "n_readout"),
+        (lambda: Ci.Config(C_aug_pca=0.0), ValueError, "C_aug_pca"),
+        (lambda: Ci.make_readout(5, g()), ValueError, "n"),
+        (lambda: Ci.make_readout(10**5, g()), ValueError, "n"),
+        (lambda: Ci.make_readout(20, None), TypeError, "generator"),
+        (lambda: Ci.style_readout({}, None, 1.0), ValueError, "f"),
+        (
+            lambda: Ci.style_readout(_readout_fold(20), torch.eye(5), 1.0),
+            ValueError,
+            "basis",
+        ),
+        (
+            lambda: Ci.style_readout(_readout_fold(20), None, -1.0),
+            ValueError,
+            "C",
+        ),
         (lambda: Ci.run_experiment("SMOKE"), TypeError, "cfg"),
     ],
 )
@@ -320,15 +390,19 @@ def test_fold_data_and_sweep_shapes():
         Ci.fold_data(prep, 4)
 
 
-def _fake_runs(icm_gain_c, icm_gain_d):
-    def arm(id_, ood, zs=0.9):
-        return {"id": id_, "ood": ood, "zs_id": zs, "zs_ood": zs}
+def _fake_runs(icm_gain_c, icm_gain_d, icm_colour=0.3):
+    def arm(id_, ood, zs=0.9, colour=0.99):
+        return {
+            "id": id_, "ood": ood, "zs_id": zs, "zs_ood": zs, "colour": colour,
+            "marker": 0.99,
+        }  # fmt: skip
 
     def fold(gain):
         return {
-            "raw": arm(0.95, 0.75), "icm": arm(0.94, 0.75 + gain),
+            "raw": arm(0.95, 0.75), "icm": arm(0.94, 0.75 + gain, colour=icm_colour),
             "bottom": arm(0.5, 0.3),
-            "pca": arm(0.93, 0.76), "aug": arm(0.95, 0.8), "icm_all": arm(0.5, 0.4),
+            "pca": arm(0.93, 0.76), "aug": arm(0.95, 0.8),
+            "aug_pca": arm(0.95, 0.82), "icm_all": arm(0.5, 0.4),
             "seen": arm(0.95, 0.93),
         }  # fmt: skip
 
@@ -352,6 +426,15 @@ def test_claims_controls_separate_on_constructed_runs():
     )
     assert v["no-gain-uncovered"].verdict == "reproduced"
     assert v["bottom-k-fails"].verdict == "reproduced"
+    for cid in ("small-id-cost", "beats-aug-probe", "beats-aug-pca-probe"):
+        assert v[cid].verdict == "reproduced" and not v[cid].control_holds, cid
+    # the joint rule: a small ID cost alone (λ = 0, colour readable) does not pass
+    assert v["small-id-cost"].control.mean > 1.9
+    leaky = {
+        r.claim.id: r
+        for r in Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.15, 0.0, 0.6)))
+    }
+    assert leaky["small-id-cost"].verdict == "not reproduced"
     bad = {
         r.claim.id: r
         for r in Ci.judge(Ci.claims.measure_from_runs(_fake_runs(0.0, 0.15)))

@@ -11,12 +11,23 @@ Four domains (DomainBed-style, each left out in turn):
 
 - ``A``: colour = class (90 %), marker = class (90 %);
 - ``B``: colour = class (80 %), marker = class (80 %);
-- ``C``: colour = class + 5 mod 10 (90 %: the colour link flips), marker random;
-- ``D``: colour random, marker = class + 5 mod 10 (90 %: the marker link flips).
+- ``C``: colour = class + 5 mod 10 (90 %: the colour link flips), marker = class
+  (85 %);
+- ``D``: colour = class (85 %), marker = class + 5 mod 10 (90 %: the marker link
+  flips).
 
-The interventions change the colour (and other pixel statistics), never the digit's
-shape or where the marker is, so leaving out ``C`` is a shift they cover and leaving
-out ``D`` one they do not.
+Each of C and D shifts exactly one factor against the sources it is judged on: with
+C left out, the sources' colour follows the class and C's colour link flips, while
+C's marker follows the class as most sources' markers do; with D left out, the
+marker link flips and D's colour follows the class as most sources' colours do. (An
+earlier design drew C's marker and D's colour at random, which is itself a shift of
+the other factor against the sources; see :mod:`.claims`.) The interventions change
+the colour (and other pixel statistics), never the digit's shape or where the marker
+is, so leaving out ``C`` is a shift they cover and leaving out ``D`` one they do not.
+
+:func:`make_readout` draws a separate set whose colour and marker are independent of
+the class (digits from MNIST's test split), from which a linear probe's accuracy
+says how much of each style factor a subspace still carries.
 """
 
 from __future__ import annotations
@@ -71,9 +82,11 @@ class Domain:
 DOMAINS = (
     Domain("A", 0.9, 0, 0.9, 0),
     Domain("B", 0.8, 0, 0.8, 0),
-    Domain("C", 0.9, 5, 0.1, 0),
-    Domain("D", 0.1, 0, 0.9, 5),
+    Domain("C", 0.9, 5, 0.85, 0),
+    Domain("D", 0.85, 0, 0.9, 5),
 )
+#: colour and marker independent of the class (the pretraining pool, the readout set)
+INDEPENDENT = Domain("independent", 0.1, 0, 0.1, 0)
 
 
 def hue_rgb(h: torch.Tensor) -> torch.Tensor:
@@ -166,6 +179,20 @@ def make_domains(
         )
     idx = torch.randperm(len(y), generator=generator)[:need].view(len(domains), -1)
     return [make_domain(digits[i], y[i], d, generator) for i, d in zip(idx, domains)]
+
+
+def make_readout(n: int, generator: torch.Generator) -> dict:
+    """``n`` images of MNIST's test split (never seen by the CLIP or the probes) with
+    colour and marker independent of the class (:data:`INDEPENDENT`), no hue jitter:
+    the set on which :func:`lib.clip_icm.experiment.style_readout` reads the style
+    factors from a subspace."""
+    n = check_int("n", n, 10)
+    check_generator("generator", generator, allow_none=False)
+    digits, y = pooled_digits("test")
+    if n > len(y):
+        raise ValueError(f"n: expected at most {len(y)} (MNIST's test split), got {n}")
+    i = torch.randperm(len(y), generator=generator)[:n]
+    return make_domain(digits[i], y[i], INDEPENDENT, generator)
 
 
 def captions(

@@ -9,7 +9,9 @@ part (the official code's ``holdout=0.2``). The CLIP is trained on the pool only
 then frozen. For each left-out domain (:func:`run_fold`): the invariant basis is
 estimated from intervention pairs of the source domains' training parts; probes are
 fitted there; ID accuracy is on the source domains' held-out parts, OOD accuracy on
-the left-out domain's held-out part.
+the left-out domain's held-out part. A readout set (:func:`.data.make_readout`:
+MNIST test digits, colour and marker independent of the class) says how well a
+linear probe still reads each style factor from a subspace (:func:`style_readout`).
 
 :func:`run_experiment` is what the notebook (SMOKE) and ``python -m lib.clip_icm``
 (FULL) call; it returns plain numbers, so the saved JSON has the SMOKE keys.
@@ -21,7 +23,7 @@ import dataclasses
 
 import torch
 
-from lib.common import check_int, make_generator
+from lib.common import check_int, check_tensor, make_generator
 
 from .data import (
     AUGMENTATIONS,
@@ -30,6 +32,7 @@ from .data import (
     augment,
     class_prompts,
     make_domain,
+    make_readout,
     pooled_digits,
 )
 from .icm import accuracy, fit_probe, invariant_basis, probe_predict, zero_shot_logits
@@ -38,7 +41,10 @@ from .model import embed_images, embed_text, train_clip
 #: the pretraining pool: colour and marker independent of the class
 PRETRAIN = Domain("pretrain", 0.1, 0, 0.1, 0)
 #: the arms a fold reports (probe and zero-shot accuracies)
-ARMS = ("raw", "icm", "bottom", "pca", "aug", "icm_all", "seen")
+ARMS = ("raw", "icm", "bottom", "pca", "aug", "aug_pca", "icm_all", "seen")
+#: what each arm reports: probe and zero-shot accuracy, ID and OOD, and how well a
+#: linear probe reads the colour and the marker from its features (readout set)
+SCORES = ("id", "ood", "zs_id", "zs_ood", "colour", "marker")
 
 
 def _check_cfg(cfg):
@@ -89,11 +95,19 @@ def prepare_seed(cfg, seed: int, device="cpu") -> dict:
             "colour": tr["colour"], "marker": tr["marker"],
             "colour_out": te["colour"], "marker_out": te["marker"],
         })  # fmt: skip
+    order = torch.randperm(10**6, generator=g)  # pair subsampling order
+    ro = make_readout(cfg.n_readout, g)  # style independent of the class
+    half = cfg.n_readout // 2
+    readout = {
+        "z": emb(ro["x"]), "y": ro["y"], "colour": ro["colour"], "marker": ro["marker"],
+        "fit": torch.arange(cfg.n_readout) < half,  # probes fit on the first half
+    }  # fmt: skip
     return {
         "seed": seed,
         "parts": parts,
         "text": embed_text(model, class_prompts()).cpu(),  # (10, D)
-        "order": torch.randperm(10**6, generator=g),  # pair subsampling order
+        "order": order,
+        "readout": readout,
         "model": model,
     }
 
@@ -124,6 +138,7 @@ def fold_data(prep: dict, test: int, n_pairs: int | None = None) -> dict:
         "z_id": cat("z_out"), "y_id": cat("y_out"),
         "z_ood": t["z_out"], "y_ood": t["y_out"], "colour_ood": t["colour_out"],
         "z_tgt": t["z"], "y_tgt": t["y"], "text": prep["text"],
+        "readout": prep["readout"],
     }  # fmt: skip
 
 
@@ -141,27 +156,59 @@ def probe_scores(f: dict, basis: torch.Tensor | None, C: float) -> dict:
     }
 
 
+def style_readout(f: dict, basis: torch.Tensor | None, C: float) -> dict:
+    """How well a linear probe (inverse regularisation ``C``) reads the colour and the
+    marker from the span of ``basis`` (None: the raw embedding): fitted on one half of
+    the readout set, its accuracy on the other half (chance 0.1). ``f`` is
+    :func:`fold_data`'s output (or any dict with its ``"readout"`` entry)."""
+    if not isinstance(f, dict) or "readout" not in f:
+        raise ValueError(
+            "f: expected fold_data's dict, with a 'readout' entry, got "
+            f"{type(f).__name__} without one"
+        )
+    r = f["readout"]
+    z = r["z"]
+    if basis is not None:
+        check_tensor("basis", basis, shape=(z.shape[1], None), floating=True)
+        z = z @ basis  # (N, k)
+    fit, test = r["fit"], ~r["fit"]
+    out = {}
+    for factor in ("colour", "marker"):
+        probe = fit_probe(z[fit], r[factor][fit], C)
+        out[factor] = accuracy(probe_predict(z[test], probe), r[factor][test])
+    return out
+
+
 def run_fold(cfg, prep: dict, test: int) -> dict:
     """Every arm of one left-out domain: raw CLIP; ICM (top-k of M); the official
     code's bottom-k; λ = 0 (top-k principal directions, no interventions); a probe
-    trained on the embeddings of the augmented images too; ICM with all seven
-    augmentations; and a probe that has seen the target domain's training part."""
+    trained on the embeddings of the augmented images too, in the raw space and in
+    the λ = 0 subspace; ICM with all seven augmentations; and a probe that has seen
+    the target domain's training part. Each arm also reports :func:`style_readout`
+    of its features."""
     f = fold_data(prep, test, cfg.n_pairs)
     basis = lambda d, order="top", lam=cfg.lam: invariant_basis(  # noqa: E731
         f["z"], d, lam, cfg.k, order
     )
-    out = {
-        "raw": probe_scores(f, None, cfg.C),
-        "icm": probe_scores(f, basis(f["delta"]), cfg.C),
-        "bottom": probe_scores(f, basis(f["delta"], "bottom"), cfg.C),
-        "pca": probe_scores(f, basis(f["delta"], lam=0.0), cfg.C),
-        "icm_all": probe_scores(f, basis(f["delta_all"]), cfg.C),
+    bases = {
+        "icm": basis(f["delta"]),
+        "bottom": basis(f["delta"], "bottom"),
+        "pca": basis(f["delta"], lam=0.0),
+        "icm_all": basis(f["delta_all"]),
     }
+    out = {"raw": probe_scores(f, None, cfg.C)}
+    out.update({arm: probe_scores(f, b, cfg.C) for arm, b in bases.items()})
     aug = dict(f, z=torch.cat([f["z"], f["z_aug"]]), y=torch.cat([f["y"], f["y"]]))
     out["aug"] = probe_scores(aug, None, cfg.C_aug)
+    out["aug_pca"] = probe_scores(aug, bases["pca"], cfg.C_aug_pca)
     seen = dict(f, z=torch.cat([f["z"], f["z_tgt"]]), y=torch.cat([f["y"], f["y_tgt"]]))
     out["seen"] = probe_scores(seen, None, cfg.C)
-    return out
+    read = {arm: style_readout(f, b, cfg.C) for arm, b in bases.items()}
+    read["raw"] = style_readout(f, None, cfg.C)
+    space = {"aug": "raw", "seen": "raw", "aug_pca": "pca"}  # the features they use
+    for arm in out:
+        out[arm].update(read[space.get(arm, arm)])
+    return {arm: out[arm] for arm in ARMS}
 
 
 def run_seed(cfg, seed: int, device="cpu") -> dict:
