@@ -11,14 +11,14 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
                --nbval-cell-timeout=600 -p no:cacheprovider --durations=0
 # JOBS: pytest-xdist workers for `make unit` (one test file per worker, one BLAS/OpenMP/torch
 # thread each so that workers do not oversubscribe the cores; default: one per CPU). NBVAL_JOBS:
-# workers for `make nbval` (one notebook per worker; default: one per CPU). The kernels keep the
-# chapters' own thread settings (each chapter pins torch's threads with set_threads), so a
-# parallel run prints exactly what a serial one does: forcing one thread per worker would change
-# digits in the chapters that use two (reductions split differently). Runtimes for the status
-# page and the 3-minute budget are those of a serial run, `make nbval NBVAL_JOBS=1` (parallel
-# runs are not recorded there; see conftest.py).
+# workers for `make nbval` (one notebook per worker), default 1. The kernels keep the chapters'
+# own thread settings, so a parallel run prints what a serial one does (forcing one thread per
+# worker would change digits in the chapters that use two), but on two cores it oversubscribes:
+# with NBVAL_JOBS=2 memorization (two torch threads) and local_ect (scikit-learn's OpenMP
+# boosting) ran side by side and both passed the 600 s cell limit, where alone each takes about
+# 3 minutes. Runtimes for the status page come from serial runs (see conftest.py).
 JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
-NBVAL_JOBS ?= $(JOBS)
+NBVAL_JOBS ?= 1
 xdist       = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadfile,-p no:xdist)
 one_thread  = $(if $(filter-out 0 1,$(1)),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
               BOOK_THREADS=1)
