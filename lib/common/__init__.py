@@ -11,8 +11,8 @@ Everything here is small, tested and device-agnostic:
 - :func:`save_results`, :func:`load_results`, :func:`load_results_or_note`,
   :func:`provenance` — results in ``results/`` (one file per preset, written atomically;
   FULL in ``<slug>.json``);
-- :func:`setup_plots`, :func:`fmt`, :func:`fmt_gap` — figure defaults (PNG) and stable number
-  formatting;
+- :func:`setup_plots`, :func:`fmt`, :func:`fmt_gap` — figure defaults (PNG) and stable
+  number formatting;
 - :func:`progress` — a progress bar for a person, silent under nbval / ``TQDM_DISABLE``;
 - :func:`live_controls` — ipywidgets controls that redraw a figure (static-first,
   nbval-safe);

@@ -315,8 +315,8 @@ def fmt_gap(x, below: float = 1e-12) -> str:
     """Format the gap between two computations of the same quantity: ``"< 1e-12"`` when
     it is under ``below``, else one decimal in scientific notation. Round-off-sized gaps
     have digits that change with the CPU's vector unit (AVX2 or AVX-512 kernels sum in
-    different orders), so printing them would tie a stored notebook output to one machine;
-    the bound is what the check means."""
+    different orders), so printing them would tie a stored notebook output to one
+    machine; the bound is what the check means."""
     try:
         x = float(x)
     except (TypeError, ValueError):
