@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from lib import smooth_sb as S
+from lib.smooth_sb import clouds as C
 from lib.smooth_sb.reference import (
     chain_bruteforce,
     matern_cov,
@@ -27,6 +28,18 @@ TINY = S.Config(
     ell_grid=(3.0,),
     width_grid=(5.0,),
     bsb_grid=(0.1,),
+    nb_n=4,
+    nb_steps=5,
+    nb_M=3,
+    cl_n=6,
+    cl_steps=3,
+    cl_M=3,
+    cl_per_start=2,
+    nb_c_grid=(4.0,),
+    nb_bsb_grid=(0.2,),
+    cl_ell_grid=(3.0,),
+    cl_c_grid=(1.0,),
+    cl_bsb_grid=(0.5,),
     claim_seeds=(0, 1),
 )
 
@@ -187,11 +200,14 @@ def test_controls_separate_at_tiny_size():
     assert set(m) == {c.id for c in S.CLAIMS if c.rule is not None}
     for s in (0, 1):
         assert m["ssb-2d-5step"]["values"][s] > m["ssb-2d-5step"]["control"][s]
+    tuned = C.tune_clouds(TINY, (0,))
+    assert set(tuned["nbody"]) == {"smooth_sb", "brownian_sb"}
+    assert set(tuned["holdout"]["smooth_sb"]) == {"3,1"}
 
 
 def test_full_code_path_at_tiny_size():
     out = S.run_experiment(TINY)
-    assert set(out) == {"tracking", "claims", "seconds"}
+    assert set(out) == {"tracking", "nbody", "holdout", "claims", "seconds"}
     assert set(out["tracking"]["2"]["5-step"]) == set(S.METHODS)
     tuned = S.tune(TINY, (0,), dims=(1,))
     assert tuned["chosen"] == {
@@ -238,6 +254,149 @@ def test_bad_inputs():
         S.method_kwargs(S.SMOKE, "smooth_sb", 3)
     with pytest.raises(ValueError, match="metric"):
         S.tune(TINY, (0,), metric="7-step")
+
+
+def test_a_column_of_zero_mass_stays_zero():
+    g = torch.Generator().manual_seed(0)
+    lk = torch.randn(1, 3, 4, 3, 4, generator=g, dtype=torch.float64)
+    lk[0, :, :, 1, 2] = -torch.inf  # no source reaches cell 2 of target 1
+    f = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    out = S.propagate(f, lk)
+    assert out[1, 2] == -torch.inf and bool(torch.isfinite(out[0]).all())
+    assert np.allclose(out.numpy(), propagate_naive(f.numpy(), lk.numpy()))
+
+
+def test_underflow_of_a_whole_observation_is_recomputed_exactly(monkeypatch):
+    # a case where the fast step's underflow leaves an observation with no mass
+    tr = S.simulate_tracks(5, 8, 2, nu=2.5, ell=1.3, seed=2)
+    lk, lp = S.smooth_log_kernels(tr.obs, tr.times, 24.0, 1.0, 8, 2, 10.0)
+    sol = S.chain_sinkhorn(lk, lp, sweeps=10)
+    assert bool(torch.isfinite(sol.u).all())
+    import lib.smooth_sb.solver as solver
+
+    monkeypatch.setattr(
+        solver, "_propagate_exp", lambda f, k: solver._propagate_lse(f, k.log_k)
+    )
+    ref = S.chain_sinkhorn(lk, lp, sweeps=10)  # every step in the log domain
+    for k in (0, 4, 7):
+        assert np.allclose(sol.pair_marginal(k), ref.pair_marginal(k), atol=1e-6)
+
+
+def test_two_marginal_case_is_pots_sinkhorn():
+    ot = pytest.importorskip("ot")
+    tr = S.simulate_tracks(7, 1, 1, ell=1.0, seed=3)
+    lk, lp = S.brownian_log_kernels(tr.obs, tr.times, 0.5)
+    sol = S.chain_sinkhorn(lk, lp, sweeps=3000, tol=1e-13)
+    u = np.ones(7) / 7
+    P = ot.sinkhorn(
+        u, u, -lk[0, 0, :, 0, :, 0].numpy(), 1.0, stopThr=1e-14, numItermax=100000
+    )
+    assert np.allclose(sol.pair_marginal(0).numpy(), P, atol=1e-9)
+
+
+def test_nbody_conserves_momentum_and_energy():
+    tr = C.simulate_nbody(5, 10, seed=1)
+    x, v = tr.states[..., 0], tr.states[..., 1]  # (K, n, 3)
+    assert torch.allclose(v.sum(1), torch.zeros(11, 3, dtype=v.dtype), atol=1e-10)
+    soft, gm, n = 0.2, 9.0, 5
+    r = torch.cdist(x, x)  # (K, n, n)
+    pot = -(gm / n) * (1 / torch.sqrt(r**2 + soft**2)).triu(1).sum((1, 2))
+    energy = 0.5 * (v**2).sum((1, 2)) + pot  # per unit mass gm/n
+    assert (energy - energy[0]).abs().max() < 1e-3 * energy.abs().max()
+    # observations are the states, shuffled by the labels
+    assert torch.equal(
+        tr.obs, torch.gather(x, 1, tr.labels[..., None].expand(-1, -1, 3))
+    )
+
+
+def test_clouds_shapes_and_fresh_cells():
+    for kind in C.DATASETS:
+        tr = C.simulate_cloud(kind, n=10, steps=4, seed=2)
+        assert tr.obs.shape == (5, 10, 2) and tr.times[-1] == 2.0
+    p = C.simulate_cloud("petal", n=200, steps=4, noise=0.0, seed=0)
+    radius = p.obs.norm(dim=-1)  # 0.2 + sin(πt/2) at every point
+    expect = 0.2 + torch.sin(math.pi * p.times / 2)
+    assert torch.allclose(radius, expect[:, None].expand_as(radius), atol=1e-12)
+
+
+def test_bridge_moments_match_joint_gaussian_conditioning():
+    sde = S.matern_sde(1.5, 2.0, 1.3)
+    t0, t1, t2 = 0.0, 0.3, 0.8
+    A, B, cov = C.bridge_moments(sde, t0, t1, t2)
+    P = sde.P_inf
+
+    def cross(s, t):  # Cov(η_t, η_s), t ≥ s
+        return S.transition(sde, t - s)[0] @ P if t > s else P
+
+    # joint covariance of (η_t1 | η_t0, η_t2)
+    c12 = np.hstack([cross(t0, t1), cross(t1, t2).T])  # Cov(η1, (η0, η2))
+    c22 = np.block([[P, cross(t0, t2).T], [cross(t0, t2), P]])
+    G = c12 @ np.linalg.inv(c22)
+    assert np.allclose(np.hstack([A, B]), G, atol=1e-10)
+    assert np.allclose(cov, P - G @ c12.T, atol=1e-10)
+
+
+def test_w1_and_mmd_against_references():
+    ot = pytest.importorskip("ot")
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(6, 2, generator=g, dtype=torch.float64)
+    b = torch.randn(9, 2, generator=g, dtype=torch.float64) + 0.5
+    ref = ot.emd2(
+        np.ones(6) / 6,
+        np.ones(9) / 9,
+        ot.dist(a.numpy(), b.numpy(), metric="euclidean"),
+    )
+    assert abs(C.w1_distance(a, b) - ref) < 1e-10
+    k = lambda x, y: math.exp(-float(((x - y) ** 2).sum()) / 2)  # noqa: E731
+    naive = (
+        np.mean([k(x, y) for x in a for y in a])
+        + np.mean([k(x, y) for x in b for y in b])
+        - 2 * np.mean([k(x, y) for x in a for y in b])
+    )
+    assert abs(C.mmd_gaussian(a, b) - naive) < 1e-12
+    assert C.w1_distance(a, a) == 0.0
+
+
+def test_holdout_interpolations_known_answers():
+    # straight, well separated paths: McCann and the spline recover the missing time
+    K, n = 5, 4
+    t = torch.linspace(0, 2, K, dtype=torch.float64)
+    start = torch.tensor([[0.0, 0.0], [5.0, 0.0], [0.0, 5.0], [5.0, 5.0]])
+    x = start[None].double() + t[:, None, None] * torch.tensor([0.3, -0.2]).double()
+    tr = S.Tracks(x, torch.arange(n).repeat(K, 1), x[..., None], t)
+    for m in ("w2", "spline"):
+        pts = C.holdout_points(tr, 2, m)
+        assert torch.allclose(pts, x[2], atol=1e-10)
+    # the smooth SB's points lie near the missing snapshot, the sampled count is n·r
+    pts = C.holdout_points(tr, 2, "smooth_sb", M=6, per_start=3, sweeps=10)
+    assert pts.shape == (12, 2)
+    near = torch.cdist(pts, x[2]).argmin(1)  # (12,) the cluster of each point
+    assert torch.equal(near, torch.arange(n).repeat_interleave(3))
+    means = torch.stack([pts[near == i].mean(0) for i in range(n)])
+    assert (means - x[2]).norm(dim=1).max() < 0.5
+
+
+def test_bad_cloud_inputs():
+    with pytest.raises(ValueError, match="kind"):
+        C.simulate_cloud("spiral")
+    with pytest.raises(ValueError, match="kick"):
+        C.simulate_nbody(kick=-1.0)
+    with pytest.raises(ValueError, match="soft"):
+        C.simulate_nbody(soft=0.0)
+    tr = C.simulate_cloud("petal", n=5, steps=3)
+    with pytest.raises(ValueError, match="k"):
+        C.holdout_points(tr, 3, "w2")
+    with pytest.raises(ValueError, match="method"):
+        C.holdout_points(tr, 1, "mioflow")
+    with pytest.raises(ValueError, match="b"):
+        C.w1_distance(torch.zeros(3, 2), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="t0, t1, t2"):
+        C.bridge_moments(S.matern_sde(), 0.5, 0.2, 1.0)
+    with pytest.raises(TypeError, match="cells"):
+        S.sample_paths(
+            S.chain_sinkhorn(*S.brownian_log_kernels(tr.obs, tr.times), sweeps=2),
+            cells=1,
+        )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -25,7 +25,34 @@ from dataclasses import dataclass
 
 from lib.common import check_int, check_nonnegative, check_numbers, check_positive
 
-from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
+from .claims import (
+    CLAIMS,
+    NOTEBOOK_SEEDS,
+    TUNING_SEEDS,
+    judge,
+    measure_claims,
+    run_extra,
+)
+from .clouds import (
+    DATASETS,
+    HOLDOUT_METHODS,
+    NB_METHODS,
+    bridge_moments,
+    holdout_kwargs,
+    holdout_points,
+    holdout_scores,
+    make_cloud,
+    make_nbody,
+    mmd_gaussian,
+    nbody_kwargs,
+    run_holdout,
+    run_nbody,
+    simulate_cloud,
+    simulate_nbody,
+    summarise_extra,
+    tune_clouds,
+    w1_distance,
+)
 from .experiment import (
     METRICS,
     make_tracks,
@@ -106,13 +133,51 @@ class Config:
         2.0,
         5.0,
     )
+    # N-body (3-D, 8 bodies, 26 times): the smooth SB at the official ℓ = 3 with c and
+    # the Brownian SB's c chosen on TUNING_SEEDS (tune.py --clouds)
+    nb_n: int = 8
+    nb_steps: int = 25
+    nb_ell: float = 3.0
+    nb_c: float = 4.0
+    nb_M: int = 8
+    nb_width: float = 3.0
+    nb_bsb_c: float = 0.2
+    nb_c_grid: tuple = (1.0, 2.0, 4.0, 8.0)
+    nb_bsb_grid: tuple = (0.05, 0.2, 1.0, 5.0)
+    # point clouds with one time left out (2-D, 40 fresh cells at each of 6 times)
+    cl_n: int = 40
+    cl_steps: int = 5
+    cl_ell: float = 3.0
+    cl_c: float = 1.0
+    cl_M: int = 12
+    cl_width: float = 3.0
+    cl_per_start: int = 5
+    cl_bsb_c: float = 0.1
+    cl_ell_grid: tuple = (1.5, 3.0, 6.0)
+    cl_c_grid: tuple = (0.5, 1.0)
+    cl_bsb_grid: tuple = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
         for name in ("n1", "n2"):
             check_int(name, getattr(self, name), 2)
-        for name in ("steps", "M1", "M2", "sub", "sweeps", "bsb_sweeps", "per_start"):
+        for name in (
+            "steps",
+            "M1",
+            "M2",
+            "sub",
+            "sweeps",
+            "bsb_sweeps",
+            "per_start",
+            "nb_n",
+            "nb_steps",
+            "nb_M",
+            "cl_n",
+            "cl_steps",
+            "cl_M",
+            "cl_per_start",
+        ):
             check_int(name, getattr(self, name), 1)
         if self.steps < 4:
             raise ValueError(f"steps: expected ≥ 4 (5-step windows), got {self.steps}")
@@ -127,6 +192,14 @@ class Config:
             "c",
             "bsb_c1",
             "bsb_c2",
+            "nb_ell",
+            "nb_c",
+            "nb_width",
+            "nb_bsb_c",
+            "cl_ell",
+            "cl_c",
+            "cl_width",
+            "cl_bsb_c",
         ):
             check_positive(name, getattr(self, name))
         if self.data_nu not in NUS:
@@ -135,6 +208,16 @@ class Config:
         check_numbers("ell_grid", self.ell_grid, check_positive)
         check_numbers("width_grid", self.width_grid, check_positive)
         check_numbers("bsb_grid", self.bsb_grid, check_positive)
+        for name in (
+            "nb_c_grid",
+            "nb_bsb_grid",
+            "cl_ell_grid",
+            "cl_c_grid",
+            "cl_bsb_grid",
+        ):
+            check_numbers(name, getattr(self, name), check_positive)
+        if self.cl_steps < 2:
+            raise ValueError(f"cl_steps: expected ≥ 2, got {self.cl_steps}")
         check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
 
 
@@ -185,4 +268,23 @@ __all__ = [
     "tuned_config",
     "summarise",
     "run_experiment",
+    "run_extra",
+    "DATASETS",
+    "HOLDOUT_METHODS",
+    "NB_METHODS",
+    "simulate_nbody",
+    "simulate_cloud",
+    "make_nbody",
+    "make_cloud",
+    "nbody_kwargs",
+    "holdout_kwargs",
+    "bridge_moments",
+    "holdout_points",
+    "holdout_scores",
+    "w1_distance",
+    "mmd_gaussian",
+    "run_nbody",
+    "run_holdout",
+    "summarise_extra",
+    "tune_clouds",
 ]

@@ -16,6 +16,14 @@ from a 4 × 3 grid, and the Brownian SB's scale c from 12 values (the same budge
 the mean 5-step rate on :data:`TUNING_SEEDS` (``python -m lib.smooth_sb.tune`` writes
 ``lib/smooth_sb/tuning.json``). Each claim's expected verdict was set from the tuning
 seeds' values before the notebook and held-out seeds were run with these settings.
+
+The N-body and point-cloud claims (added later, after a solver fix; see the chapter)
+follow the same procedure: the N-body generator's constants were set once to resemble
+the official N-body file's snapshot statistics (step length, nearest-neighbour distance,
+spread), the point-cloud generators were written to have curved paths and fresh cells at
+every time, and the smooth SB's c (N-body) or (ℓ, c) (hold-out) and the Brownian SB's c
+(as many values) were chosen on :data:`TUNING_SEEDS` (``python -m lib.smooth_sb.tune
+--clouds``); their ``expect`` values are the tuning seeds' verdicts at those settings.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ EXPECT = {
     "ssb-2d-whole": "reproduced",
     "bsb-like-w2": "partly reproduced",
     "ssb-beats-cv": "partly reproduced",
+    "nbody": "partly reproduced",
+    "holdout-curved": "reproduced",
+    "point-clouds": "partly reproduced",
 }
 
 CLAIMS = (
@@ -94,17 +105,41 @@ CLAIMS = (
     ),
     Claim(
         "nbody",
-        "the smooth SB tracks an N-body system (5-step 0.171 → 0.999)",
-        paper="5-step 0.999 vs 0.171 (W2M)",
-        where="abstract / §5",
-        expect="not tested here",
+        "on a 3-D gravitational N-body system the smooth SB links 5 consecutive "
+        "observations correctly far more often than W2 matching",
+        paper="5-step 0.999 (smooth SB) vs 0.171 (W2M), the repo's N-body file (the "
+        "official evaluation code gives W2M 0.673 on that file: not comparable)",
+        where="§1 (contributions) / §5 tracking summary",
+        statistic="5-step correct rate, smooth SB − W2 matching (N-body, 3-D)",
+        rule=Rule.at_least(0.1),
+        control="Brownian reference in place of the Matérn one (Brownian SB − W2)",
+        expect=EXPECT["nbody"],
+    ),
+    Claim(
+        "holdout-curved",
+        "with a time left out, the smooth SB's interpolation of curved point-cloud "
+        "paths (petal) is closer to the missing snapshot than W2 matching's straight "
+        "lines",
+        paper="smooth SB ahead of the OT-based baselines on Petal (W1, MMD)",
+        where="§5 hold-out table",
+        statistic="leave-one-time-out W1, W2 matching − smooth SB (petal)",
+        rule=Rule.at_least(0.005),
+        control="Brownian reference in place of the Matérn one (W2 − Brownian SB)",
+        expect=EXPECT["holdout-curved"],
+        fmt=".3f",
     ),
     Claim(
         "point-clouds",
-        "leave-one-time-out W1/MMD on single-cell-style sets best or second best",
-        paper="best or second best against MIOFlow, DMSB, F&S",
-        where="§5 point-cloud tables",
-        expect="not tested here",
+        "on leave-one-time-out point clouds the smooth SB is best or second best by "
+        "W1 on every set",
+        paper="best or second best against MIOFlow, DMSB, F&S (Petal, EB, CG, Dyngen)",
+        where="§5 hold-out table",
+        statistic="min over the petal and branch sets of (second-smallest W1 of the "
+        "other three methods − smooth SB's W1)",
+        rule=Rule.at_least(0.0),
+        control="the Brownian SB in the smooth SB's place",
+        expect=EXPECT["point-clouds"],
+        fmt=".3f",
     ),
 )
 
@@ -113,9 +148,10 @@ def _diff(runs, s, dim, metric, a, b) -> float:
     return runs[s][dim][a][metric] - runs[s][dim][b][metric]
 
 
-def measure_claims(cfg, seeds, device="cpu", runs=None) -> dict:
+def measure_claims(cfg, seeds, device="cpu", runs=None, extra=None) -> dict:
     """Per-seed values of each tested claim's statistic and of its negative control
-    (``runs`` from :func:`~lib.smooth_sb.experiment.run_seeds`, recomputed if None).
+    (``runs`` from :func:`~lib.smooth_sb.experiment.run_seeds` and ``extra`` {seed:
+    :func:`run_extra`}, recomputed if None).
 
     Returns ``{claim id: {"values": {seed: v}, "control": {seed: v}}}``.
     """
@@ -141,7 +177,56 @@ def measure_claims(cfg, seeds, device="cpu", runs=None) -> dict:
             "values": {s: _diff(runs, s, dim, metric, method, base) for s in seeds},
             "control": {s: _diff(runs, s, dim, metric, control, base) for s in seeds},
         }
+    if extra is None:
+        extra = {s: run_extra(cfg, s, device) for s in seeds}
+    elif not isinstance(extra, dict) or any(s not in extra for s in seeds):
+        raise ValueError("extra: expected the dict of run_extra for every seed")
+    nb = {s: extra[s]["nbody"] for s in seeds}
+    ho = {s: extra[s]["holdout"] for s in seeds}
+    out["nbody"] = {
+        "values": {s: _gap(nb[s], "smooth_sb", "w2") for s in seeds},
+        "control": {s: _gap(nb[s], "brownian_sb", "w2") for s in seeds},
+    }
+    out["holdout-curved"] = {
+        "values": {
+            s: _w1(ho[s]["petal"], "w2") - _w1(ho[s]["petal"], "smooth_sb")
+            for s in seeds
+        },
+        "control": {
+            s: _w1(ho[s]["petal"], "w2") - _w1(ho[s]["petal"], "brownian_sb")
+            for s in seeds
+        },
+    }
+    out["point-clouds"] = {
+        "values": {s: _rank_margin(ho[s], "smooth_sb") for s in seeds},
+        "control": {s: _rank_margin(ho[s], "brownian_sb") for s in seeds},
+    }
     return out
+
+
+def run_extra(cfg, seed: int, device="cpu") -> dict:
+    """One seed's N-body tracking rates and point-cloud hold-out scores."""
+    from .clouds import run_holdout, run_nbody
+
+    return {"nbody": run_nbody(cfg, seed, device), "holdout": run_holdout(cfg, seed)}
+
+
+def _gap(rates: dict, a: str, b: str) -> float:
+    return rates[a]["5-step"] - rates[b]["5-step"]
+
+
+def _w1(scores: dict, method: str) -> float:
+    return scores[method]["w1"]
+
+
+def _rank_margin(sets: dict, method: str) -> float:
+    """min over sets of (second-smallest W1 among the other methods − ``method``'s):
+    ≥ 0 iff ``method`` is best or second best on every set."""
+    margins = []
+    for scores in sets.values():
+        others = sorted(v["w1"] for m, v in scores.items() if m != method)
+        margins.append(others[1] - scores[method]["w1"])
+    return min(margins)
 
 
 def judge(measured: dict) -> list:

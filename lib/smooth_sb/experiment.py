@@ -174,6 +174,14 @@ def tuned_config(cfg, tuning: dict):
         kw[f"ell{d}"], kw[f"width{d}"] = float(ell), float(width)
     for d, c in ch["brownian_sb"].items():
         kw[f"bsb_c{d}"] = float(c)
+    if "clouds" in tuning:  # N-body: the best mean 5-step rate; hold-out: the least W1
+        cl = tuning["clouds"]
+        nb, ho = cl["nbody"], cl["holdout"]
+        kw["nb_c"] = float(max(nb["smooth_sb"], key=nb["smooth_sb"].get))
+        kw["nb_bsb_c"] = float(max(nb["brownian_sb"], key=nb["brownian_sb"].get))
+        ell, c = min(ho["smooth_sb"], key=ho["smooth_sb"].get).split(",")
+        kw["cl_ell"], kw["cl_c"] = float(ell), float(c)
+        kw["cl_bsb_c"] = float(min(ho["brownian_sb"], key=ho["brownian_sb"].get))
     return dataclasses.replace(cfg, **kw)
 
 
@@ -201,15 +209,18 @@ def run_experiment(cfg, device=None) -> dict:
     statistics, as plain numbers."""
     from lib.common import device as pick_device
 
-    from .claims import measure_claims
+    from .claims import measure_claims, run_extra
+    from .clouds import summarise_extra
 
     _check_cfg(cfg)
     device = pick_device() if device is None else device
     t0 = time.perf_counter()
     runs = run_seeds(cfg, cfg.claim_seeds, device)
     table = {str(d): {m: summarise(runs, d, m) for m in METRICS} for d in (1, 2)}
+    extra = {s: run_extra(cfg, s, device) for s in cfg.claim_seeds}
     return {
         "tracking": table,
-        "claims": measure_claims(cfg, cfg.claim_seeds, device, runs=runs),
+        **summarise_extra(extra),
+        "claims": measure_claims(cfg, cfg.claim_seeds, device, runs, extra),
         "seconds": time.perf_counter() - t0,
     }

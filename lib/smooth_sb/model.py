@@ -180,6 +180,22 @@ def _log_normal2(r: torch.Tensor, Q: np.ndarray) -> torch.Tensor:
     return -0.5 * quad - 0.5 * math.log((2 * math.pi) ** 2 * np.linalg.det(Q))
 
 
+def reference_grids(
+    obs: torch.Tensor, ell: float, c: float, M: int, width: float
+) -> list:
+    """Per coordinate of ``obs`` (K, n, d): the Matérn-3/2 reference SDE with
+    σ = ``c`` × the s.d. of all that coordinate's observations (as in the official
+    code), the centres of its ``M`` velocity cells and their width, as
+    [(sde, centres (M,), h)] × d."""
+    out = []
+    for k_dim in range(obs.shape[-1]):
+        sigma = c * obs[..., k_dim].std().item()
+        sde = matern_sde(1.5, ell, sigma)
+        v, h = velocity_grid(math.sqrt(sde.P_inf[1, 1]), M, width)
+        out.append((sde, v, h))
+    return out
+
+
 def smooth_log_kernels(
     obs: torch.Tensor,
     times: torch.Tensor,
@@ -209,11 +225,8 @@ def smooth_log_kernels(
     out = torch.empty(K - 1, d, n, M, n, M, dtype=DTYPE, device=dev)
     log_p0 = torch.empty(d, M, dtype=DTYPE, device=dev)
     dts = (times[1:] - times[:-1]).tolist()
-    for k_dim in range(d):
-        sigma = c * obs[..., k_dim].std().item()
-        sde = matern_sde(1.5, ell, sigma)
+    for k_dim, (sde, v, h) in enumerate(reference_grids(obs, ell, c, M, width)):
         sd_v = math.sqrt(sde.P_inf[1, 1])
-        v, h = velocity_grid(sd_v, M, width)
         off = h * ((np.arange(sub) + 0.5) / sub - 0.5)
         vs = torch.tensor(v[:, None] + off[None, :], dtype=DTYPE, device=dev)  # (M, S)
         p0 = -0.5 * (torch.tensor(v, dtype=DTYPE) / sd_v) ** 2

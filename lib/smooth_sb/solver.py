@@ -40,8 +40,9 @@ def _propagate_lse(f: torch.Tensor, log_k: torch.Tensor) -> torch.Tensor:
 @dataclass
 class ExpKernel:
     """A log kernel (d, n, M, n, M) stored for fast contraction: ``E`` (d, n_i, n_j,
-    M_a, M_b) = exp(log K − ``shift``), ``shift`` (d, n_i, n_j) the largest entry of
-    each block, so that every stored entry lies in [0, 1]."""
+    M_a, M_b) = exp(log K − ``shift``), ``shift`` (d, n_i, n_j, M_b) the largest entry
+    of each column (over the source cells), so that every stored entry lies in [0, 1]
+    and every column holds a 1."""
 
     E: torch.Tensor
     shift: torch.Tensor
@@ -49,8 +50,11 @@ class ExpKernel:
 
     @classmethod
     def build(cls, log_k: torch.Tensor) -> "ExpKernel":
-        shift = log_k.amax(dim=(2, 4))  # (d, n_i, n_j)
-        E = torch.exp(log_k - shift[:, :, None, :, None]).permute(0, 1, 3, 2, 4)
+        shift = log_k.amax(dim=2)  # (d, n_i, n_j, M_b): the best source cell per column
+        shift = shift.masked_fill(
+            shift == -torch.inf, 0.0
+        )  # an all-zero column stays 0
+        E = torch.exp(log_k - shift[:, :, None]).permute(0, 1, 3, 2, 4)
         return cls(E.contiguous(), shift, log_k)
 
 
@@ -62,7 +66,7 @@ UNDERFLOW = 700.0
 
 def _propagate_exp(f: torch.Tensor, ker: ExpKernel) -> torch.Tensor:
     """The contraction of :func:`propagate` as batched matrix products in the
-    exponential domain, with the message shifted per source and the kernel per block
+    exponential domain, with the message shifted per source and the kernel per column
     (keeps the source axis): (n_i, n_j, b…). Falls back to log-sum-exp when some
     target's total is within ``UNDERFLOW`` of what underflow may lose."""
     d, n = ker.E.shape[0], ker.E.shape[1]
@@ -76,8 +80,11 @@ def _propagate_exp(f: torch.Tensor, ker: ExpKernel) -> torch.Tensor:
         src = "ij" + "".join("ABCDEFGH"[:c]) + ax[c:]
         dst = "ij" + "".join("ABCDEFGH"[: c + 1]) + ax[c + 1 :]
         X = torch.einsum(f"{src},ij{ax[c]}{'ABCDEFGH'[c]}->{dst}", X, ker.E[c])
-    shift = fmax[:, None] + ker.shift.sum(0)  # (n_i, n_j)
-    out = torch.log(X) + shift.reshape(shift.shape + (1,) * d)
+    out = torch.log(X) + fmax.reshape((n, 1) + (1,) * d)
+    for c in range(d):  # the column shifts, one target axis at a time
+        sh = ker.shift[c].reshape((n, n) + (1,) * c + (-1,) + (1,) * (d - c - 1))
+        out = out + sh
+    shift = fmax[:, None] + ker.shift.amax(-1).sum(0)  # (n_i, n_j) largest shift
     total = torch.logsumexp(out.reshape(n, n, -1), dim=2)  # (n_i, n_j)
     total = torch.logsumexp(total, dim=0)  # (n_j,)
     bound = shift.masked_fill(~torch.isfinite(shift), -torch.inf).amax(0)  # (n_j,)
@@ -118,9 +125,23 @@ def propagate(f: torch.Tensor, log_k, keep_source: bool = False):
     return _step(f, ker, keep_source)
 
 
-def _step(f: torch.Tensor, ker: ExpKernel, keep_source: bool = False):
-    g = _propagate_exp(f, ker)
+def _step(f: torch.Tensor, ker: ExpKernel, keep_source: bool = False, exact=False):
+    g = _propagate_lse(f, ker.log_k) if exact else _propagate_exp(f, ker)
     return g if keep_source else torch.logsumexp(g, dim=0)  # (n_j, b_1..b_d)
+
+
+def _mass(alpha, beta, k, u_prev, ushape, ker, back: bool):
+    """Σ_v α_k β_k per observation (n,); when the fast step's underflow left an
+    observation with no mass at all (−inf, so u_k = +inf and NaN after), the message
+    is recomputed exactly in the log domain. Returns the mass and the message."""
+    m = _lse_v(alpha[k] + beta[k])
+    if bool(torch.isfinite(m).all()) or ker is None:
+        return m, None
+    src = beta[k + 1] if back else alpha[k - 1]
+    msg = _step(src + u_prev.reshape(ushape), ker, exact=True)
+    if back:
+        return _lse_v(alpha[k] + msg), msg
+    return _lse_v(msg + beta[k]), msg
 
 
 def transpose_kernel(log_k: torch.Tensor) -> torch.Tensor:
@@ -210,13 +231,22 @@ def chain_sinkhorn(
                 alpha[0] = _prior(log_p0, n)
             else:
                 alpha[k] = _step(alpha[k - 1] + u[k - 1].reshape(ushape), fwd[k - 1])
-            m = _lse_v(alpha[k] + beta[k])
+            ker = fwd[k - 1] if k > 0 else None
+            m, exact = _mass(
+                alpha, beta, k, u[k - 1] if k else None, ushape, ker, False
+            )
+            if exact is not None:
+                alpha[k] = exact
             u[k] = log_mu - (m - torch.logsumexp(m, 0))  # eq. (ipf)
         beta = list(beta)
         for k in range(K - 1, -1, -1):  # backward: β_k from the updated u_{>k}
             if k < K - 1:
                 beta[k] = _step(beta[k + 1] + u[k + 1].reshape(ushape), back[k])
-            m = _lse_v(alpha[k] + beta[k])
+            ker = back[k] if k < K - 1 else None
+            uk = u[k + 1] if k < K - 1 else None
+            m, exact = _mass(alpha, beta, k, uk, ushape, ker, True)
+            if exact is not None:
+                beta[k] = exact
             u[k] = log_mu - (m - torch.logsumexp(m, 0))  # eq. (ipf)
         change = (u - u_prev).abs().max().item()
         u_prev = u.clone()
@@ -227,6 +257,9 @@ def chain_sinkhorn(
     for k in range(K):
         if k > 0:
             alpha[k] = _step(alpha[k - 1] + u[k - 1].reshape(ushape), fwd[k - 1])
+            _, exact = _mass(alpha, beta, k, u[k - 1], ushape, fwd[k - 1], False)
+            if exact is not None:
+                alpha[k] = exact
         lm = _lse_v(alpha[k] + u[k].reshape(ushape) + beta[k])
         p = torch.exp(lm - torch.logsumexp(lm, 0))
         worst = max(worst, (n * p - 1).abs().max().item())
@@ -235,15 +268,18 @@ def chain_sinkhorn(
 
 
 def sample_paths(
-    sol: ChainSolution, per_start: int = 50, generator=None
-) -> torch.Tensor:
+    sol: ChainSolution, per_start: int = 50, generator=None, cells: bool = False
+):
     """Ancestral sampling: ``per_start`` paths from each observation at time 0, drawn
     from P(v₀ | x₀) then P(x_{k+1}, v_{k+1} | x_k, v_k) ∝ K_k e^{u_{k+1}} β_{k+1}.
 
     Returns observation indices (n·per_start, K), paths of start i in rows
-    i·per_start … (i+1)·per_start − 1.
+    i·per_start … (i+1)·per_start − 1; with ``cells`` also the velocity cell of each
+    path at each time (n·per_start, K, d).
     """
     check_instance("sol", sol, ChainSolution)
+    if not isinstance(cells, bool):
+        raise TypeError(f"cells: expected a bool, got {type(cells).__name__}")
     check_int("per_start", per_start, 1)
     check_generator("generator", generator)
     log_k = sol.log_k
@@ -254,9 +290,9 @@ def sample_paths(
     i = torch.arange(n, device=dev).repeat_interleave(per_start)  # (S,)
     node0 = sol.node_marginal(0).reshape(n, -1)  # (n, M^d)
     a = _gumbel_argmax(node0[i], generator)  # (S,) flat velocity index
-    paths = [i]
+    paths, cell = [i], [_unravel(a, M, d)]
     for k in range(K - 1):
-        digits = _unravel(a, M, d)  # (S, d)
+        digits = cell[-1]  # (S, d)
         logw = (sol.u[k + 1].reshape((n,) + (1,) * d) + sol.beta[k + 1]).unsqueeze(0)
         for c in range(d):  # Σ_c log K_c[(i, a_c), (j, b_c)] → (S, n, M…)
             lk = log_k[k, c][i, digits[:, c]]  # (S, n, M)
@@ -264,6 +300,9 @@ def sample_paths(
         flat = _gumbel_argmax(logw.reshape(S, -1), generator)  # (S,)
         i, a = flat // (M**d), flat % (M**d)
         paths.append(i)
+        cell.append(_unravel(a, M, d))
+    if cells:
+        return torch.stack(paths, 1), torch.stack(cell, 1)  # (S, K), (S, K, d)
     return torch.stack(paths, 1)  # (S, K)
 
 

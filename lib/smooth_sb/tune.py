@@ -1,8 +1,9 @@
 """``python -m lib.smooth_sb.tune`` chooses, per dimension, the smooth SB's ℓ and
 velocity-grid half-width and the Brownian SB's c on the tuning seeds, and writes
-lib/smooth_sb/tuning.json (read by the chapter). ``--check`` then adds a convergence
-check of the numerical settings at the chosen values: the same tuning seeds with more
-velocity cells and twice the sweeps."""
+lib/smooth_sb/tuning.json (read by the chapter). ``--clouds`` adds the N-body and
+hold-out grids (:func:`~lib.smooth_sb.clouds.tune_clouds`). ``--check`` then adds a
+convergence check of the numerical settings at the chosen values: the same tuning seeds
+with more velocity cells and twice the sweeps."""
 
 import dataclasses
 import json
@@ -15,6 +16,7 @@ import numpy as np
 from lib.common import set_threads
 
 from . import SMOKE, TUNING_SEEDS, tune, tuned_config
+from .clouds import tune_clouds
 from .experiment import make_tracks, method_kwargs
 from .tracking import correct_rates, track
 
@@ -53,14 +55,22 @@ def main(argv) -> int:
     set_threads(1)
     t0 = time.perf_counter()
     if "--check" in argv:
-        out = json.loads(TUNING_FILE.read_text())
-        out["convergence"] = convergence(tuned_config(SMOKE, out), TUNING_SEEDS)
-        out["check_seconds"] = time.perf_counter() - t0
+        new = {"convergence": convergence(tuned_config(SMOKE, _read()), TUNING_SEEDS)}
+        new["check_seconds"] = time.perf_counter() - t0
+    elif "--clouds" in argv:
+        new = {"clouds": tune_clouds(SMOKE, TUNING_SEEDS)}
+        new["clouds"]["seconds"] = time.perf_counter() - t0
     else:
-        out = tune(SMOKE, TUNING_SEEDS)
-        out["seconds"] = time.perf_counter() - t0
+        new = tune(SMOKE, TUNING_SEEDS)
+        new["seconds"] = time.perf_counter() - t0
+    out = _read()  # read at the end: the three parts may run at the same time
+    out.update(new)
     TUNING_FILE.write_text(json.dumps(out, indent=1) + "\n")
     return 0
+
+
+def _read() -> dict:
+    return json.loads(TUNING_FILE.read_text()) if TUNING_FILE.exists() else {}
 
 
 if __name__ == "__main__":
