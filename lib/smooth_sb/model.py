@@ -173,10 +173,12 @@ def check_obs_times(obs, times) -> tuple[int, int, int]:
     return K, n, d
 
 
-def _log_normal2(r: torch.Tensor, Q: np.ndarray) -> torch.Tensor:
-    """log N(r; 0, Q) for the last axis of r of size 2."""
-    Qi = torch.tensor(np.linalg.inv(Q), dtype=r.dtype, device=r.device)
-    quad = torch.einsum("...a,ab,...b->...", r, Qi, r)
+def _log_normal2(rx: torch.Tensor, rv: torch.Tensor, Q: np.ndarray) -> torch.Tensor:
+    """log N((rx, rv); 0, Q) with broadcasting (no stacked residual): the quadratic
+    form written out, q = P₀₀ rx² + 2 P₀₁ rx rv + P₁₁ rv² (P = Q⁻¹)."""
+    P = np.linalg.inv(Q)
+    p00, p01, p11 = float(P[0, 0]), float(P[0, 1]), float(P[1, 1])
+    quad = p00 * rx.square() + 2.0 * p01 * (rx * rv) + p11 * rv.square()
     return -0.5 * quad - 0.5 * math.log((2 * math.pi) ** 2 * np.linalg.det(Q))
 
 
@@ -237,12 +239,15 @@ def smooth_log_kernels(
             # eq. (mean): Φ (x_i, v_{a,s}) for every observation i and quadrature point
             mx = Phi[0, 0] * x0[:, None, None] + Phi[0, 1] * vs  # (n, M, S)
             mv = Phi[1, 0] * x0[:, None, None] + Phi[1, 1] * vs  # (n, M, S)
-            rx = x1[None, None, None, :, None, None] - mx[..., None, None, None]
-            rv = vs[None, None, None, None] - mv[..., None, None, None]
-            r = torch.stack(torch.broadcast_tensors(rx, rv), -1)  # (n,M,S,n,M,S,2)
-            lp = _log_normal2(r, Q)  # (n, M, S, n, M, S)
+            # the residual of eq. (mean), quadrature axes last (contiguous reduction):
+            # rx (n, M, n, 1, S, 1), rv (n, M, 1, M, S, S)
+            mx, mv = mx[:, :, None, None, :, None], mv[:, :, None, None, :, None]
+            rx = x1[None, None, :, None, None, None] - mx
+            rv = vs[None, None, None, :, None, :] - mv
+            lp = _log_normal2(rx, rv, Q)  # (n, M, n, M, S, S)
             # average over start points, integrate the end cell: sum·h/S
-            lk = torch.logsumexp(lp, dim=(2, 5)) - 2 * math.log(sub) + math.log(h)
+            lp = lp.reshape(n, M, n, M, sub * sub)
+            lk = torch.logsumexp(lp, dim=-1) - 2 * math.log(sub) + math.log(h)
             out[k, k_dim] = lk  # (n, M, n, M)
     return out, log_p0
 

@@ -64,11 +64,14 @@ _AXES = "abcdefgh"  # velocity axes of the message (d ≤ 8)
 UNDERFLOW = 700.0
 
 
-def _propagate_exp(f: torch.Tensor, ker: ExpKernel) -> torch.Tensor:
+def _propagate_exp(
+    f: torch.Tensor, ker: ExpKernel, keep_source: bool = True
+) -> torch.Tensor:
     """The contraction of :func:`propagate` as batched matrix products in the
-    exponential domain, with the message shifted per source and the kernel per column
-    (keeps the source axis): (n_i, n_j, b…). Falls back to log-sum-exp when some
-    target's total is within ``UNDERFLOW`` of what underflow may lose."""
+    exponential domain, with the message shifted per source and the kernel per column:
+    (n_i, n_j, b…) with ``keep_source``, else summed over the source i (n_j, b…). Falls
+    back to log-sum-exp when some target's total is within ``UNDERFLOW`` of what
+    underflow may lose."""
     d, n = ker.E.shape[0], ker.E.shape[1]
     fmax = f.reshape(n, -1).amax(1).clamp_min(-1e300)  # (n_i,)
     fshape = (n,) + (1,) * d
@@ -80,16 +83,23 @@ def _propagate_exp(f: torch.Tensor, ker: ExpKernel) -> torch.Tensor:
         src = "ij" + "".join("ABCDEFGH"[:c]) + ax[c:]
         dst = "ij" + "".join("ABCDEFGH"[: c + 1]) + ax[c + 1 :]
         X = torch.einsum(f"{src},ij{ax[c]}{'ABCDEFGH'[c]}->{dst}", X, ker.E[c])
-    out = torch.log(X) + fmax.reshape((n, 1) + (1,) * d)
-    for c in range(d):  # the column shifts, one target axis at a time
+    # the shifts added back in logs: fmax_i + Σ_c shift_c[i, j, b_c]
+    scale = fmax.reshape((n, 1) + (1,) * d)
+    for c in range(d):  # one target axis at a time (small broadcast tensors)
         sh = ker.shift[c].reshape((n, n) + (1,) * c + (-1,) + (1,) * (d - c - 1))
-        out = out + sh
+        scale = scale + sh
+    out = torch.log(X).add_(scale)  # (n_i, n_j, b…)
     shift = fmax[:, None] + ker.shift.amax(-1).sum(0)  # (n_i, n_j) largest shift
-    total = torch.logsumexp(out.reshape(n, n, -1), dim=2)  # (n_i, n_j)
-    total = torch.logsumexp(total, dim=0)  # (n_j,)
     bound = shift.masked_fill(~torch.isfinite(shift), -torch.inf).amax(0)  # (n_j,)
+    if keep_source:
+        total = torch.logsumexp(out.reshape(n, n, -1), dim=2)  # (n_i, n_j)
+        total = torch.logsumexp(total, dim=0)  # (n_j,)
+    else:
+        out = torch.logsumexp(out, dim=0)  # (n_j, b…)
+        total = torch.logsumexp(out.reshape(n, -1), dim=1)  # (n_j,)
     if bool((total < bound - UNDERFLOW).any()):
-        return _propagate_lse(f, ker.log_k)
+        g = _propagate_lse(f, ker.log_k)
+        return g if keep_source else torch.logsumexp(g, dim=0)
     return out
 
 
@@ -126,7 +136,9 @@ def propagate(f: torch.Tensor, log_k, keep_source: bool = False):
 
 
 def _step(f: torch.Tensor, ker: ExpKernel, keep_source: bool = False, exact=False):
-    g = _propagate_lse(f, ker.log_k) if exact else _propagate_exp(f, ker)
+    if not exact:
+        return _propagate_exp(f, ker, keep_source)  # (n_j | n_i n_j, b_1..b_d)
+    g = _propagate_lse(f, ker.log_k)
     return g if keep_source else torch.logsumexp(g, dim=0)  # (n_j, b_1..b_d)
 
 
@@ -216,6 +228,8 @@ def chain_sinkhorn(
         )
     check_int("sweeps", sweeps, 1)
     check_positive("tol", tol)
+    if M == 1:  # one velocity cell (the Brownian reference): positions only
+        return _chain_sinkhorn_cell(log_k, log_p0, sweeps, tol)
     K, vshape = Km1 + 1, (M,) * d
     u = torch.zeros(K, n, dtype=log_k.dtype, device=log_k.device)
     ushape = (n,) + (1,) * d
@@ -265,6 +279,55 @@ def chain_sinkhorn(
         worst = max(worst, (n * p - 1).abs().max().item())
     err = worst
     return ChainSolution(u, alpha, beta, log_k, err, done)
+
+
+def _chain_sinkhorn_cell(log_k, log_p0, sweeps: int, tol: float) -> ChainSolution:
+    """:func:`chain_sinkhorn` when every coordinate has a single velocity cell (M = 1):
+    the product kernel is e^{Σ_c log K_c} (K−1, n, n), a message is a vector (n,), and
+    each step is one log-sum-exp over the source: the same updates in the same order,
+    without the per-coordinate machinery (and with no underflow to guard against)."""
+    Km1, d, n = log_k.shape[:3]
+    K, ushape = Km1 + 1, (n,) + (1,) * d
+    L = log_k[:, :, :, 0, :, 0].sum(1)  # (K−1, n_i, n_j): Σ_c log K_c
+    LT = L.transpose(1, 2)  # (K−1, n_j, n_i)
+    u = torch.zeros(K, n, dtype=log_k.dtype, device=log_k.device)
+    beta = [torch.zeros(n, dtype=log_k.dtype, device=log_k.device)] * K
+    alpha = [None] * K
+    a0 = log_p0[:, 0].sum() - math.log(n)  # eq. (prior) with one cell
+    log_mu = -math.log(n)
+
+    def fwd(k):  # α_k(j) = log Σ_i e^{α_{k−1}(i) + u_{k−1}(i)} K_{k−1}(i, j)
+        return torch.logsumexp((alpha[k - 1] + u[k - 1])[:, None] + L[k - 1], dim=0)
+
+    def scale(m):  # eq. (ipf)
+        return log_mu - (m - torch.logsumexp(m, 0))
+
+    done, u_prev = 0, u.clone()
+    for done in range(1, sweeps + 1):
+        for k in range(K):
+            alpha[k] = a0.expand(n) if k == 0 else fwd(k)
+            u[k] = scale(alpha[k] + beta[k])
+        beta = list(beta)
+        for k in range(K - 1, -1, -1):
+            if k < K - 1:  # β_k(i) = log Σ_j K_k(i, j) e^{u_{k+1}(j) + β_{k+1}(j)}
+                beta[k] = torch.logsumexp(
+                    (beta[k + 1] + u[k + 1])[:, None] + LT[k], dim=0
+                )
+            u[k] = scale(alpha[k] + beta[k])
+        change = (u - u_prev).abs().max().item()
+        u_prev = u.clone()
+        if change < tol:
+            break
+    worst = 0.0
+    for k in range(1, K):
+        alpha[k] = fwd(k)
+    for k in range(K):
+        lm = alpha[k] + u[k] + beta[k]
+        p = torch.exp(lm - torch.logsumexp(lm, 0))
+        worst = max(worst, (n * p - 1).abs().max().item())
+    alpha = [a.reshape(ushape).clone() for a in alpha]
+    beta = [b.reshape(ushape) for b in beta]
+    return ChainSolution(u, alpha, beta, log_k, worst, done)
 
 
 def sample_paths(
