@@ -63,6 +63,9 @@ CHAPTERS = (
     "gsm",
     "kgmark",
     "effort",
+    "clip_icm",
+    "misuse_combos",
+    "itformer",
 )
 OUTCOMES = ("clear", "unclear", "silent", "hang")
 TIME_LIMIT_S = 30
@@ -5552,6 +5555,923 @@ def _cases_effort():
     ]
 
 
+def _cases_clip_icm():
+    from lib import clip_icm as Ci
+
+    ch = "clip_icm"
+    TINY = Ci.Config(
+        n_pretrain=200,
+        n_per_domain=20,
+        steps=2,
+        batch=8,
+        dim=8,
+        width=16,
+        n_pairs=20,
+        k=2,
+        n_readout=20,
+        claim_seeds=(0,),
+    )
+    g = lambda s=0: torch.Generator().manual_seed(s)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=g())  # noqa: E731
+    labels = lambda: torch.tensor([0, 1, 2, 3])  # noqa: E731
+    digits = lambda: torch.rand(4, 14, 14, generator=g())  # noqa: E731
+    img = lambda: Ci.render(digits(), labels(), labels())  # noqa: E731
+    model = Ci.SmallCLIP(dim=4, width=8)
+    P = Ci.prepare_seed(TINY, 0)
+    f = Ci.fold_data(P, 2, TINY.n_pairs)
+    basis = Ci.invariant_basis(f["z"], f["delta"], TINY.lam, TINY.k).contiguous()
+    probe = Ci.fit_probe(rnd(8, 3), torch.tensor([0, 1, 2, 0, 1, 2, 0, 1]), 1.0)
+    s = Ci.linear_scm(20, 2, 2, 6, 10, g())
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in Ci.CLAIMS
+        if c.rule is not None
+    }
+    return [
+        config_case(
+            ch,
+            Ci.Config,
+            Ci.SMOKE,
+            {
+                "claim_seeds": "seq_nonneg",
+                "seed": "nonneg",
+                "holdout": "prob",
+                "hue_jitter": "nonnegf",
+                "lam": "nonnegf",
+                "p_style": "prob",
+            },
+        ),
+        config_case(
+            ch,
+            Ci.Domain,
+            Ci.DOMAINS[2],
+            {
+                "name": "text",
+                "p_colour": "prob",
+                "p_marker": "prob",
+                "colour_shift": "seed",  # any int (mod 10)
+                "marker_shift": "seed",
+            },
+        ),
+        Case(
+            ch,
+            "augment",
+            Ci.augment,
+            lambda: dict(x=img(), generator=g(), kinds=("hue", "channels")),
+        ),
+        Case(
+            ch,
+            "caption_text",
+            Ci.caption_text,
+            lambda: dict(tokens=torch.tensor([4, 11, 23])),
+        ),
+        Case(
+            ch,
+            "captions",
+            Ci.captions,
+            lambda: dict(
+                y=labels(), colour=labels(), marker=labels(), p_style=0.5, generator=g()
+            ),
+            {"p_style": "prob"},
+        ),
+        Case(ch, "class_prompts", Ci.class_prompts, lambda: dict()),
+        Case(
+            ch,
+            "make_domain",
+            Ci.make_domain,
+            lambda: dict(
+                digits=digits(),
+                y=labels(),
+                domain=Ci.DOMAINS[0],
+                generator=g(),
+                hue_jitter=0.05,
+            ),
+            {"hue_jitter": "nonnegf"},
+        ),
+        Case(ch, "make_readout", Ci.make_readout, lambda: dict(n=10, generator=g())),
+        Case(ch, "palette", Ci.palette, lambda: dict()),
+        Case(
+            ch,
+            "render",
+            Ci.render,
+            lambda: dict(
+                digits=digits(),
+                colour=labels(),
+                marker=labels(),
+                hue_jitter=torch.full((4,), 0.01),
+            ),
+        ),
+        Case(ch, "SmallCLIP", Ci.SmallCLIP, lambda: dict(dim=4, width=8)),
+        Case(
+            ch,
+            "clip_loss",
+            Ci.clip_loss,
+            lambda: dict(img=rnd(4, 3), txt=rnd(4, 3), logit_scale=torch.tensor(2.0)),
+        ),
+        Case(
+            ch,
+            "train_clip",
+            Ci.train_clip,
+            lambda: dict(
+                x=img(),
+                y=labels(),
+                colour=labels(),
+                marker=labels(),
+                seed=0,
+                steps=2,
+                batch=4,
+                lr=1e-3,
+                dim=4,
+                width=8,
+                p_style=0.5,
+                device="cpu",
+            ),
+            {"seed": "nonneg", "p_style": "prob"},
+        ),
+        Case(
+            ch,
+            "embed_images",
+            Ci.embed_images,
+            lambda: dict(model=model, x=img(), chunk=2),
+        ),
+        Case(
+            ch,
+            "embed_text",
+            Ci.embed_text,
+            lambda: dict(model=model, tokens=Ci.class_prompts()),
+        ),
+        Case(
+            ch,
+            "icm_matrix",
+            Ci.icm_matrix,
+            lambda: dict(z=rnd(6, 4), delta=rnd(3, 4), lam=1.0),
+            {"lam": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "invariant_basis",
+            Ci.invariant_basis,
+            lambda: dict(z=rnd(6, 4), delta=rnd(3, 4), lam=1.0, k=2, order="top"),
+            {"lam": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "zero_shot_logits",
+            Ci.zero_shot_logits,
+            lambda: dict(img=rnd(5, 4), txt=rnd(3, 4), basis=rnd(4, 2)),
+        ),
+        Case(
+            ch,
+            "fit_probe",
+            Ci.fit_probe,
+            lambda: dict(
+                z=rnd(8, 3),
+                y=torch.tensor([0, 1, 2, 0, 1, 2, 0, 1]),
+                C=1.0,
+                max_iter=50,
+            ),
+            {"y": "index"},
+        ),
+        Case(
+            ch,
+            "probe_predict",
+            Ci.probe_predict,
+            lambda: dict(z=rnd(5, 3), probe=tuple(t.clone() for t in probe)),
+        ),
+        Case(
+            ch,
+            "accuracy",
+            Ci.accuracy,
+            lambda: dict(pred=torch.tensor([0, 1, 1]), y=torch.tensor([0, 1, 2])),
+        ),
+        Case(
+            ch,
+            "linear_scm",
+            Ci.linear_scm,
+            lambda: dict(n=20, d_inv=2, d_var=2, D=6, n_pairs=10, generator=g()),
+        ),
+        Case(
+            ch,
+            "subspace_leak",
+            Ci.subspace_leak,
+            lambda: dict(basis=rnd(6, 2), A=s["A"].clone(), d_inv=2),
+        ),
+        Case(
+            ch,
+            "prepare_seed",
+            Ci.prepare_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,  # built above
+        ),
+        Case(
+            ch,
+            "fold_data",
+            Ci.fold_data,
+            lambda: dict(prep=P, test=2, n_pairs=10),
+            {"prep": "obj", "test": "nonneg"},
+        ),
+        Case(
+            ch,
+            "probe_scores",
+            Ci.probe_scores,
+            lambda: dict(f=f, basis=basis.clone(), C=1.0),
+            {"f": "obj"},
+        ),
+        Case(
+            ch,
+            "style_readout",
+            Ci.style_readout,
+            lambda: dict(f=f, basis=basis.clone(), C=1.0),
+            {"f": "obj"},
+        ),
+        Case(
+            ch,
+            "run_fold",
+            Ci.run_fold,
+            lambda: dict(cfg=TINY, prep=P, test=2),
+            {"cfg": "obj", "prep": "obj", "test": "nonneg"},
+        ),
+        Case(
+            ch,
+            "run_seed",
+            Ci.run_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            Ci.run_seeds,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "sweep",
+            Ci.sweep,
+            lambda: dict(
+                cfg=TINY, prep=P, test=2, lams=(0.0, 1.0), ks=(2,), n_pairs=(5,)
+            ),
+            {
+                "cfg": "obj",
+                "prep": "obj",
+                "test": "nonneg",
+                "lams": "seq_nonnegf",
+                "ks": "seq_count",
+                "n_pairs": "seq_count",
+            },
+            # no value along a knob is valid: that knob is not swept (the default)
+            ("lams:empty", "ks:empty", "n_pairs:empty"),
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            Ci.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            Ci.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", Ci.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
+def _cases_misuse_combos():
+    from lib import misuse_combos as Mc
+
+    ch = "misuse_combos"
+    TINY = Mc.Config(
+        max_digits=2,
+        block_size=32,
+        strong_d=8,
+        strong_layers=1,
+        strong_steps=2,
+        weak_d=8,
+        weak_layers=1,
+        weak_steps=2,
+        n_train_strong=16,
+        n_train_weak=16,
+        batch_size=8,
+        strong_checkpoints=(0.5, 1.0),
+        weak_checkpoints=(0.0, 1.0),
+        n_eval=2,
+        n_moderation=20,
+        n_moderation_test=20,
+        claim_seeds=(0,),
+    )
+    g = lambda s=0: torch.Generator().manual_seed(s)  # noqa: E731
+    rng = lambda s=0: random.Random(s)  # noqa: E731
+    vocab = Mc.build_vocab()
+    model = Mc.make_model(vocab, 8, 1, 32, g())
+    pairs = Mc.training_set("strong", 8, 2, rng())
+    x, y, m = Mc.encode_examples(vocab, pairs, 32)
+    states = Mc.train_checkpoints(
+        model, x, y, m, steps=2, checkpoints=[0, 2], batch_size=4, lr=1e-3,
+        generator=g(),
+    )  # fmt: skip
+    tasks = Mc.make_tasks(0, (1, 2), 2)
+    res = Mc.attack(model, model, vocab, tasks, 2)
+    fresh = Mc.labelled_set(20, 2, rng(1))
+    mod = Mc.Moderator(vocab).fit(*Mc.labelled_set(20, 2, rng()))
+    prompts = [t["prompt"] for t in tasks]
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in Mc.CLAIMS
+        if c.rule is not None
+    }
+    return [
+        config_case(
+            ch,
+            Mc.Config,
+            Mc.SMOKE,
+            {
+                "claim_seeds": "seq_nonneg",
+                "seed": "nonneg",
+                "strong_checkpoints": "seq_prob",
+                "weak_checkpoints": "seq_prob",
+            },
+        ),
+        Case(ch, "build_vocab", Mc.build_vocab, lambda: dict()),
+        Case(ch, "number", Mc.number, lambda: dict(n=123, width=5), {"n": "nonneg"}),
+        Case(ch, "value", Mc.value, lambda: dict(digits=["3", "2", "1"])),
+        Case(ch, "g_edit", Mc.g_edit, lambda: dict(digits=["3", "2", "1"])),
+        Case(
+            ch,
+            "h_sum",
+            Mc.h_sum,
+            lambda: dict(a=12, b=34, width=2),
+            {"a": "nonneg", "b": "nonneg"},
+        ),
+        Case(
+            ch,
+            "target",
+            Mc.target,
+            lambda: dict(a=12, b=34, width=2),
+            {"a": "nonneg", "b": "nonneg"},
+        ),
+        Case(ch, "draw_operands", Mc.draw_operands, lambda: dict(rng=rng(), d=2)),
+        Case(
+            ch,
+            "add_prompt",
+            Mc.add_prompt,
+            lambda: dict(a=12, b=34, width=2),
+            {"a": "nonneg", "b": "nonneg"},
+        ),
+        Case(
+            ch,
+            "task_prompt",
+            Mc.task_prompt,
+            lambda: dict(a=12, b=34, word="encode", width=2),
+            {"a": "nonneg", "b": "nonneg"},
+        ),
+        Case(ch, "random_task", Mc.random_task, lambda: dict(rng=rng(), d=2, width=3)),
+        Case(
+            ch,
+            "labelled_prompt",
+            Mc.labelled_prompt,
+            lambda: dict(rng=rng(), width=3, sum_digits=2),
+        ),
+        Case(ch, "strong_example", Mc.strong_example, lambda: dict(rng=rng(), width=3)),
+        Case(
+            ch,
+            "weak_example",
+            Mc.weak_example,
+            lambda: dict(rng=rng(), width=3, sum_digits=2),
+        ),
+        Case(
+            ch,
+            "encode_examples",
+            Mc.encode_examples,
+            lambda: dict(vocab=vocab, pairs=list(pairs), block_size=32),
+        ),
+        Case(
+            ch,
+            "make_model",
+            Mc.make_model,
+            lambda: dict(
+                vocab=vocab, d_model=8, n_layer=1, block_size=32, generator=g()
+            ),
+        ),
+        Case(
+            ch,
+            "training_set",
+            Mc.training_set,
+            lambda: dict(kind="weak", n=4, max_digits=2, rng=rng(), sum_digits=1),
+        ),
+        Case(
+            ch,
+            "train_checkpoints",
+            Mc.train_checkpoints,
+            lambda: dict(
+                model=Mc.make_model(vocab, 8, 1, 32, g()),
+                x=x.clone(),
+                y=y.clone(),
+                m=m.clone(),
+                steps=2,
+                checkpoints=[0, 2],
+                batch_size=4,
+                lr=1e-3,
+                generator=g(),
+                device="cpu",
+            ),
+            {"x": "index", "y": "index", "checkpoints": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "at_checkpoint",
+            Mc.at_checkpoint,
+            lambda: dict(model=model, state=states[2], device="cpu"),
+            {"state": "obj"},
+        ),
+        Case(
+            ch,
+            "generate",
+            Mc.generate,
+            lambda: dict(
+                model=model, vocab=vocab, prompts=list(prompts), max_new=4, device="cpu"
+            ),
+        ),
+        Case(
+            ch,
+            "bag_of_words",
+            Mc.bag_of_words,
+            lambda: dict(vocab=vocab, prompts=list(prompts)),
+        ),
+        Case(ch, "Moderator", Mc.Moderator, lambda: dict(vocab=vocab, C=1.0)),
+        Case(
+            ch,
+            "labelled_set",
+            Mc.labelled_set,
+            lambda: dict(n=4, max_digits=2, rng=rng()),
+        ),
+        Case(
+            ch,
+            "train_model",
+            Mc.train_model,
+            lambda: dict(kind="weak", cfg=TINY, vocab=vocab, seed=0, device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "make_tasks",
+            Mc.make_tasks,
+            lambda: dict(seed=0, digits=(1, 2), n=2),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "attack",
+            Mc.attack,
+            lambda: dict(
+                strong=model,
+                weak=model,
+                vocab=vocab,
+                tasks=list(tasks),
+                max_digits=2,
+                device="cpu",
+            ),
+        ),
+        Case(
+            ch,
+            "grid",
+            Mc.grid,
+            lambda: dict(
+                strong_states={2: states[2]},
+                weak_states={0: states[0]},
+                strong=model,
+                weak=model,
+                vocab=vocab,
+                tasks=list(tasks),
+                max_digits=2,
+                device="cpu",
+            ),
+            {"strong_states": "obj", "weak_states": "obj"},
+        ),
+        Case(
+            ch,
+            "moderation",
+            Mc.moderation,
+            lambda: dict(mod=mod, res=res, fresh=fresh),
+            {"res": "obj"},
+        ),
+        Case(
+            ch,
+            "seed_run",
+            Mc.seed_run,
+            lambda: dict(cfg=TINY, seed=0, device="cpu"),
+            {"cfg": "obj", "seed": "nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            Mc.run_seeds,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", processes=1),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            Mc.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            Mc.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", Mc.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
+def _cases_itformer():
+    from lib import itformer as It
+    from lib.common.gpt import GPT, GPTConfig
+
+    ch = "itformer"
+    TINY = It.Config(
+        n_pretrain=16,
+        n_train=16,
+        n_test=16,
+        enc_steps=1,
+        enc_batch=4,
+        lm_steps=1,
+        steps=1,
+        batch=4,
+        d_enc=8,
+        d_lm=8,
+        d_bridge=8,
+        n_head=2,
+        claim_seeds=(0,),
+    )
+    g = lambda s=0: torch.Generator().manual_seed(s)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=g())  # noqa: E731
+    vocab = It.make_vocab()
+    unit = It.make_units(4, generator=g())
+    qa = It.make_qa(unit, 2, g())
+    bb = It.build_backbone(TINY)
+    prep = It.prepare_seed(TINY, 0, backbone=bb)
+    bridge, _ = It.train_bridge("itformer", prep, TINY, 0)
+    te = prep["test"]
+    V, N = TINY.n_channels, TINY.n_patches
+    rows = torch.nonzero(te["qtype"] == It.QTYPE_NAMES.index("describe")).squeeze(1)
+
+    class Tok:  # a Hugging Face-style tokenizer
+        eos_token_id, bos_token_id, pad_token_id = 0, 1, None
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [5 + len(text) % 7, 9]}
+
+    class FakeHF(torch.nn.Module):  # a Hugging Face-style causal LM
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.gpt = GPT(
+                GPTConfig(vocab_size=100, block_size=40, n_layer=1, n_head=2, d_model=8)
+            )
+
+        def get_input_embeddings(self):
+            return self.gpt.tok
+
+        def forward(self, inputs_embeds):
+            return type("Out", (), {"logits": It.lm_logits(self.gpt, inputs_embeds)})()
+
+    def gpt():
+        torch.manual_seed(0)
+        return GPT(
+            GPTConfig(vocab_size=20, block_size=12, n_layer=1, n_head=2, d_model=8)
+        )
+
+    def enc():
+        torch.manual_seed(0)
+        return It.TSEncoder(V, N, TINY.patch, 8, 1, 2)
+
+    measured = {
+        c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
+        for c in It.CLAIMS
+        if c.rule is not None
+    }
+    return [
+        config_case(
+            ch,
+            It.Config,
+            It.SMOKE,
+            {
+                "claim_seeds": "seq_nonneg",
+                "seed": "nonneg",
+                "mask_ratio": "prob",
+                "p_facts": "prob",
+            },
+            # no per-bridge learning rate is valid: every bridge takes lr (the default)
+            ("lrs:empty",),
+        ),
+        Case(ch, "channel_signs", It.channel_signs, lambda: dict(n_channels=6)),
+        Case(
+            ch,
+            "describe",
+            It.describe,
+            lambda: dict(unit=unit, i=1),
+            {"unit": "obj", "i": "nonneg"},
+        ),
+        Case(
+            ch,
+            "make_units",
+            It.make_units,
+            lambda: dict(
+                n=3, n_channels=4, n_cycles=5, cycle_len=6, noise=0.3, generator=g()
+            ),
+            {"noise": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "make_qa",
+            It.make_qa,
+            lambda: dict(unit=unit, per_unit=2, generator=g()),
+            {"unit": "obj"},
+        ),
+        Case(ch, "make_vocab", It.make_vocab, lambda: dict()),
+        Case(
+            ch,
+            "encode_qa",
+            It.encode_qa,
+            lambda: dict(qa=list(qa), vocab=vocab, n_slots=4, q_len=10, a_len=8),
+        ),
+        Case(
+            ch,
+            "TSEncoder",
+            It.TSEncoder,
+            lambda: dict(n_channels=V, n_patches=N, patch=6, d=8, n_layer=1, n_head=2),
+        ),
+        Case(
+            ch,
+            "masked_patch_loss",
+            It.masked_patch_loss,
+            lambda: dict(enc=enc(), x=rnd(2, V, 6 * N), ratio=0.5, generator=g()),
+            {"enc": "obj", "ratio": "prob"},
+        ),
+        Case(
+            ch,
+            "pretrain_encoder",
+            It.pretrain_encoder,
+            lambda: dict(
+                enc=enc(),
+                x=rnd(4, V, 6 * N),
+                steps=1,
+                batch=2,
+                lr=1e-3,
+                ratio=0.5,
+                generator=g(),
+                device="cpu",
+            ),
+            {"enc": "obj", "ratio": "prob"},
+        ),
+        Case(
+            ch,
+            "TPE",
+            It.TPE,
+            lambda: dict(n_channels=V, n_patches=N, patches_per_cycle=2, d=8),
+        ),
+        Case(
+            ch,
+            "sinusoid",
+            It.sinusoid,
+            lambda: dict(pos=torch.arange(5), d=8, base=100.0),
+        ),
+        Case(
+            ch,
+            "InstructTimeAttention",
+            It.InstructTimeAttention,
+            lambda: dict(d=8, n_head=2),
+        ),
+        Case(
+            ch, "FlatCrossAttention", It.FlatCrossAttention, lambda: dict(d=8, n_head=2)
+        ),
+        Case(
+            ch,
+            "ITFormer",
+            It.ITFormer,
+            lambda: dict(cfg=TINY, d_enc=8, d_lm=8),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "QFormer",
+            It.QFormer,
+            lambda: dict(cfg=TINY, d_enc=8, d_lm=8),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "LinearBridge",
+            It.LinearBridge,
+            lambda: dict(cfg=TINY, d_enc=8, d_lm=8),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "TextOnly",
+            It.TextOnly,
+            lambda: dict(cfg=TINY, d_enc=8, d_lm=8),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "make_bridge",
+            It.make_bridge,
+            lambda: dict(name="no_ita", cfg=TINY, d_enc=8, d_lm=8),
+            {"cfg": "obj"},
+        ),
+        Case(ch, "n_params", It.n_params, lambda: dict(module=bridge)),
+        Case(
+            ch,
+            "lm_logits",
+            It.lm_logits,
+            lambda: dict(lm=gpt(), emb=rnd(2, 5, 8)),
+            {"lm": "obj"},
+        ),
+        Case(ch, "GPTAdapter", It.GPTAdapter, lambda: dict(lm=gpt()), {"lm": "obj"}),
+        Case(
+            ch,
+            "HFAdapter",
+            It.HFAdapter,
+            lambda: dict(model=FakeHF(), id_map=torch.arange(len(vocab)) + 3),
+            {"model": "obj", "id_map": "index"},
+        ),
+        Case(
+            ch,
+            "load_smollm2",
+            It.load_smollm2,
+            lambda: dict(vocab=vocab, device="cpu"),
+            baseline=False,  # SmolLM2-135M: a FULL run's
+        ),
+        Case(
+            ch,
+            "word_ids",
+            It.word_ids,
+            lambda: dict(tok=Tok(), vocab=vocab),
+        ),
+        Case(
+            ch,
+            "lcs_length",
+            It.lcs_length,
+            lambda: dict(a=list("abcb"), b=list("bcab")),
+        ),
+        Case(
+            ch,
+            "rouge_l",
+            It.rouge_l,
+            lambda: dict(hyp=["c1", "up", "w3"], ref=["c1", "down", "w3"]),
+        ),
+        Case(
+            ch,
+            "prepare_backbone",
+            It.prepare_backbone,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "build_backbone",
+            It.build_backbone,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,  # built above
+        ),
+        Case(
+            ch,
+            "features",
+            It.features,
+            lambda: dict(enc=bb["enc"], x=rnd(3, V, 6 * N), device="cpu", batch=2),
+            {"enc": "obj"},
+        ),
+        Case(
+            ch,
+            "prepare_seed",
+            It.prepare_seed,
+            lambda: dict(cfg=TINY, seed=0, device="cpu", backbone=bb),
+            {"cfg": "obj", "seed": "nonneg", "backbone": "obj"},
+            baseline=False,  # built above
+        ),
+        Case(
+            ch,
+            "train_bridge",
+            It.train_bridge,
+            lambda: dict(
+                name="qformer", prep=prep, cfg=TINY, seed=0, device="cpu", lr=1e-3
+            ),
+            {"prep": "obj", "cfg": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "train_bridges",
+            It.train_bridges,
+            lambda: dict(
+                jobs=[("linear", prep, 0, None, False)], cfg=TINY, device="cpu"
+            ),
+            {"cfg": "obj"},
+        ),
+        Case(
+            ch,
+            "bridge_logits",
+            It.bridge_logits,
+            lambda: dict(
+                bridge=bridge,
+                lm=prep["lm"],
+                h=prep["h_test"][:3].clone(),
+                ids=te["ids"][:3].clone(),
+                question=te["question"][:3].clone(),
+                q_mask=te["q_mask"][:3].clone(),
+                slot=te["slot"].clone(),
+            ),
+            {"bridge": "obj", "lm": "obj", "ids": "index", "question": "index"},
+        ),
+        Case(
+            ch,
+            "predict",
+            It.predict,
+            lambda: dict(bridge=bridge, prep=prep, device="cpu", split="test", batch=8),
+            {"bridge": "obj", "prep": "obj"},
+        ),
+        Case(
+            ch,
+            "generate",
+            It.generate,
+            lambda: dict(
+                bridge=bridge, prep=prep, rows=rows.clone(), device="cpu", max_new=3
+            ),
+            {"bridge": "obj", "prep": "obj", "rows": "index"},
+        ),
+        Case(
+            ch,
+            "score",
+            It.score,
+            lambda: dict(bridge=bridge, prep=prep, device="cpu"),
+            {"bridge": "obj", "prep": "obj"},
+        ),
+        Case(
+            ch, "score_facts", It.score_facts, lambda: dict(prep=prep), {"prep": "obj"}
+        ),
+        Case(
+            ch,
+            "run_seed",
+            It.run_seed,
+            lambda: dict(
+                cfg=TINY, seed=0, device="cpu", arms=("text", "linear"), backbone=bb
+            ),
+            {"cfg": "obj", "seed": "nonneg", "backbone": "obj"},
+        ),
+        Case(
+            ch,
+            "run_seeds",
+            It.run_seeds,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), device="cpu", backbone=bb, arms=("text",)
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg", "backbone": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_experiment",
+            It.run_experiment,
+            lambda: dict(cfg=TINY, device="cpu"),
+            {"cfg": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "measure_claims",
+            It.measure_claims,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch, "judge", It.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+    ]
+
+
 # --- the expected outcome -------------------------------------------------------------
 
 #: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value
@@ -5626,6 +6546,17 @@ ALLOWED: dict = {
     ("kgmark", "tpr_at_fpr", "pos", "element_inf"): "above every threshold",
     ("effort", "auc", "scores", "inf"): "ranks are defined",
     ("effort", "auc", "scores", "dtype"): "integer scores rank like any others",
+    # value() parses a model's answer: an empty answer is not a number, and None is its
+    # documented result (like an answer with a non-digit token).
+    ("misuse_combos", "value", "digits", "empty"): "an empty answer parses to None",
+    # The sinusoidal code is elementwise in the positions: pos of any shape is valid.
+    ("itformer", "sinusoid", "pos", "shape"): "elementwise in pos",
+    # The longest common subsequence with an empty sequence is empty, and ROUGE-L of an
+    # empty answer (a model that stops at once) is 0, as in ROUGE implementations.
+    ("itformer", "lcs_length", "a", "empty"): "the LCS with an empty sequence: 0",
+    ("itformer", "lcs_length", "b", "empty"): "the LCS with an empty sequence: 0",
+    ("itformer", "rouge_l", "hyp", "empty"): "an empty answer scores 0",
+    ("itformer", "rouge_l", "ref", "empty"): "no overlap with an empty reference: 0",
 }
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from lib.common import (
     check_int,
     check_nonnegative,
+    check_numbers,
     check_positive,
     check_probability,
 )
@@ -46,6 +47,7 @@ from .data import (
     palette,
     render,
 )
+from .data import _check_kinds
 from .experiment import (
     ARMS,
     fold_data,
@@ -112,15 +114,11 @@ class Config:
         check_nonnegative("lam", self.lam)
         check_nonnegative("hue_jitter", self.hue_jitter)
         check_probability("p_style", self.p_style)
-        if not 0 < self.holdout < 1:
+        if not 0 < check_probability("holdout", self.holdout) < 1:
             raise ValueError(
                 f"holdout: expected a number in (0, 1), got {self.holdout}"
             )
-        if not self.kinds or any(k not in AUGMENTATIONS for k in self.kinds):
-            raise ValueError(
-                f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got "
-                f"{self.kinds!r}"
-            )
+        _check_kinds("kinds", self.kinds)
         if self.k > self.dim:
             raise ValueError(f"k: expected at most dim = {self.dim}, got {self.k}")
         n_src = int(3 * self.n_per_domain * (1 - self.holdout))
@@ -134,6 +132,11 @@ class Config:
                 "n_pretrain, n_per_domain: expected n_pretrain + 4·n_per_domain <= "
                 f"50000 (MNIST's training split), got {self.n_pretrain} and "
                 f"{self.n_per_domain}"
+            )
+        check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
+        if len(set(self.claim_seeds)) != len(self.claim_seeds):
+            raise ValueError(
+                f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}"
             )
 
 

@@ -38,7 +38,14 @@ import math
 import torch
 import torch.nn.functional as F
 
-from lib.common import check_generator, check_int, check_probability, check_tensor
+from lib.common import (
+    check_generator,
+    check_instance,
+    check_int,
+    check_nonnegative,
+    check_probability,
+    check_tensor,
+)
 from lib.common.data import load_mnist
 
 N_CLASSES = 10
@@ -66,6 +73,31 @@ AUGMENTATIONS = (
 )  # fmt: skip
 
 
+def _check_kinds(name: str, kinds) -> tuple:
+    """A non-empty list / tuple of names from :data:`AUGMENTATIONS`."""
+    if isinstance(kinds, (str, bytes)) or not isinstance(kinds, (list, tuple)):
+        raise TypeError(
+            f"{name}: expected a tuple of names from {AUGMENTATIONS}, got "
+            f"{type(kinds).__name__} ({kinds!r})"
+        )
+    if not kinds or any(k not in AUGMENTATIONS for k in kinds):
+        raise ValueError(
+            f"{name}: expected a non-empty subset of {AUGMENTATIONS}, got {kinds!r}"
+        )
+    return kinds
+
+
+def _check_ids(name: str, t, n: int | None = None):
+    """Class, colour or marker ids: an integer tensor (n,) of values in 0 … 9."""
+    check_tensor(name, t, shape=(n,), integer=True, nonempty=True)
+    if int(t.min()) < 0 or int(t.max()) >= N_CLASSES:
+        raise ValueError(
+            f"{name}: expected ids in 0 … {N_CLASSES - 1}, got values in "
+            f"[{int(t.min())}, {int(t.max())}]"
+        )
+    return t
+
+
 @dataclasses.dataclass(frozen=True)
 class Domain:
     """How a domain draws colour and marker from the class: with probability
@@ -77,6 +109,13 @@ class Domain:
     colour_shift: int
     p_marker: float
     marker_shift: int
+
+    def __post_init__(self):
+        check_instance("name", self.name, str, "a str")
+        for name in ("p_colour", "p_marker"):
+            check_probability(name, getattr(self, name))
+        for name in ("colour_shift", "marker_shift"):
+            check_int(name, getattr(self, name))
 
 
 DOMAINS = (
@@ -118,10 +157,15 @@ def render(
     """Images (N, 3, 18, 14) in [0, 1] from 14×14 digit intensities (N, 14, 14),
     colour ids and marker ids (N,); ``hue_jitter`` (N,) shifts each hue off the
     palette's."""
-    check_tensor("digits", digits, shape=(None, 14, 14), floating=True)
+    check_tensor(
+        "digits", digits, shape=(None, 14, 14), floating=True, nonempty=True,
+        finite=True,
+    )  # fmt: skip
     n = digits.shape[0]
     for name, t in (("colour", colour), ("marker", marker)):
-        check_tensor(name, t, shape=(n,), integer=True)
+        _check_ids(name, t, n)
+    if hue_jitter is not None:
+        check_tensor("hue_jitter", hue_jitter, shape=(n,), floating=True, finite=True)
     h = colour.float() / N_CLASSES
     if hue_jitter is not None:
         h = (h + hue_jitter.to(h.device)) % 1
@@ -152,7 +196,14 @@ def make_domain(
 ) -> dict:
     """One domain's images, labels, colour and marker ids; each hue is moved by up to
     ±``hue_jitter`` off the palette (the colour word stays the nearest one)."""
+    check_tensor(
+        "digits", digits, shape=(None, 14, 14), floating=True, nonempty=True,
+        finite=True,
+    )  # fmt: skip
+    _check_ids("y", y, digits.shape[0])
+    check_instance("domain", domain, Domain, "a lib.clip_icm.Domain")
     check_generator("generator", generator, allow_none=False)
+    check_nonnegative("hue_jitter", hue_jitter)
     colour = _draw_style(y, domain.p_colour, domain.colour_shift, generator)
     marker = _draw_style(y, domain.p_marker, domain.marker_shift, generator)
     jit = (2 * torch.rand(len(y), generator=generator) - 1) * hue_jitter
@@ -204,8 +255,12 @@ def captions(
 ) -> torch.Tensor:
     """Token ids (N, 3): the class word, then the colour and marker words, each kept
     with probability ``p_style`` (else 0, no word)."""
-    p_style = check_probability("p_style", p_style)
+    _check_ids("y", y)
     n = y.shape[0]
+    _check_ids("colour", colour, n)
+    _check_ids("marker", marker, n)
+    p_style = check_probability("p_style", p_style)
+    check_generator("generator", generator)
     keep = torch.rand(n, 2, generator=generator) < p_style  # (N, 2)
     tok = torch.stack([1 + y, 11 + colour, 21 + marker], 1)  # (N, 3)
     tok[:, 1:] = torch.where(keep, tok[:, 1:], torch.zeros_like(tok[:, 1:]))
@@ -221,7 +276,17 @@ def class_prompts(device=None) -> torch.Tensor:
 
 def caption_text(tokens: torch.Tensor) -> str:
     """A caption's words, e.g. ``"a red three, mark 4"``."""
+    check_tensor("tokens", tokens, shape=(3,), integer=True)
     d, c, m = (int(t) for t in tokens)
+    if not (
+        1 <= d <= N_CLASSES
+        and (c == 0 or 11 <= c <= 10 + N_CLASSES)
+        and (m == 0 or 21 <= m <= 20 + N_CLASSES)
+    ):
+        raise ValueError(
+            f"tokens: expected (class 1-10, colour 0 or 11-20, marker 0 or 21-30), "
+            f"got {(d, c, m)}"
+        )
     words = ("a " + (COLOURS[c - 11] + " " if c else "")) + DIGITS[d - 1]
     return words + (f", mark {m - 21}" if m else "")
 
@@ -266,12 +331,11 @@ def augment(
     ``kinds``; returns ``(x̃, kind index into AUGMENTATIONS)``. Random numbers come
     from ``generator`` (CPU) and are drawn for every image whatever its kind, so a
     batch's result does not depend on how it is split."""
-    check_tensor("x", x, shape=(None, 3, H, W), floating=True)
+    check_tensor(
+        "x", x, shape=(None, 3, H, W), floating=True, nonempty=True, finite=True
+    )
     check_generator("generator", generator, allow_none=False)
-    if not kinds or any(k not in AUGMENTATIONS for k in kinds):
-        raise ValueError(
-            f"kinds: expected a non-empty subset of {AUGMENTATIONS}, got {kinds!r}"
-        )
+    _check_kinds("kinds", kinds)
     n = x.shape[0]
     pick = torch.randint(len(kinds), (n,), generator=generator)
     kind = torch.tensor([AUGMENTATIONS.index(k) for k in kinds])[pick]  # (N,)

@@ -23,7 +23,14 @@ import dataclasses
 
 import torch
 
-from lib.common import check_int, check_tensor, make_generator
+from lib.common import (
+    check_int,
+    check_nonnegative,
+    check_numbers,
+    check_positive,
+    make_generator,
+)
+from lib.common.claims import seed_list
 
 from .data import (
     AUGMENTATIONS,
@@ -35,7 +42,14 @@ from .data import (
     make_readout,
     pooled_digits,
 )
-from .icm import accuracy, fit_probe, invariant_basis, probe_predict, zero_shot_logits
+from .icm import (
+    _check_basis,
+    accuracy,
+    fit_probe,
+    invariant_basis,
+    probe_predict,
+    zero_shot_logits,
+)
 from .model import embed_images, embed_text, train_clip
 
 #: the pretraining pool: colour and marker independent of the class
@@ -56,6 +70,26 @@ def _check_cfg(cfg):
             f"{type(cfg).__name__}"
         )
     return cfg
+
+
+def _check_record(name: str, value, keys, what: str) -> dict:
+    """A dict with ``keys`` (the record ``what`` of another function)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name}: expected {what}, got a dict without {missing}")
+    return value
+
+
+def _check_prep(prep) -> dict:
+    return _check_record(
+        "prep", prep, ("parts", "order", "text", "readout"), "prepare_seed's dict"
+    )
+
+
+#: what probe_scores reads from a fold (fold_data's dict)
+_FOLD_KEYS = ("z", "y", "z_id", "y_id", "z_ood", "y_ood", "text")
 
 
 def _split(d: dict, holdout: float, g: torch.Generator) -> tuple[dict, dict]:
@@ -115,6 +149,7 @@ def prepare_seed(cfg, seed: int, device="cpu") -> dict:
 def fold_data(prep: dict, test: int, n_pairs: int | None = None) -> dict:
     """The embeddings of the fold that leaves domain ``test`` out; Δ from
     ``n_pairs`` intervention pairs of the sources (all of them when None)."""
+    _check_prep(prep)
     test = check_int("test", test, 0)
     if test >= len(prep["parts"]):
         raise ValueError(
@@ -145,6 +180,10 @@ def fold_data(prep: dict, test: int, n_pairs: int | None = None) -> dict:
 def probe_scores(f: dict, basis: torch.Tensor | None, C: float) -> dict:
     """ID/OOD accuracy of a probe (and of zero-shot) in the span of ``basis`` (None:
     the raw embedding)."""
+    _check_record("f", f, _FOLD_KEYS, "fold_data's dict")
+    if basis is not None:
+        _check_basis("basis", basis, f["z"].shape[1])
+    check_positive("C", C)
     proj = (lambda q: q) if basis is None else (lambda q: q @ basis)
     probe = fit_probe(proj(f["z"]), f["y"], C)
     zs = lambda q: zero_shot_logits(q, f["text"], basis).argmax(1)  # noqa: E731
@@ -168,8 +207,9 @@ def style_readout(f: dict, basis: torch.Tensor | None, C: float) -> dict:
         )
     r = f["readout"]
     z = r["z"]
+    check_positive("C", C)
     if basis is not None:
-        check_tensor("basis", basis, shape=(z.shape[1], None), floating=True)
+        _check_basis("basis", basis, z.shape[1])
         z = z @ basis  # (N, k)
     fit, test = r["fit"], ~r["fit"]
     out = {}
@@ -186,6 +226,7 @@ def run_fold(cfg, prep: dict, test: int) -> dict:
     the λ = 0 subspace; ICM with all seven augmentations; and a probe that has seen
     the target domain's training part. Each arm also reports :func:`style_readout`
     of its features."""
+    _check_cfg(cfg)
     f = fold_data(prep, test, cfg.n_pairs)
     basis = lambda d, order="top", lam=cfg.lam: invariant_basis(  # noqa: E731
         f["z"], d, lam, cfg.k, order
@@ -219,12 +260,17 @@ def run_seed(cfg, seed: int, device="cpu") -> dict:
 
 def run_seeds(cfg, seeds, device="cpu") -> dict:
     """``{seed: run_seed(...)}``."""
-    return {int(s): run_seed(cfg, int(s), device) for s in seeds}
+    _check_cfg(cfg)
+    return {int(s): run_seed(cfg, int(s), device) for s in seed_list(seeds)}
 
 
 def sweep(cfg, prep: dict, test: int, lams=(), ks=(), n_pairs=()) -> dict:
     """OOD/ID probe and zero-shot accuracy along one knob at a time, the others at
     the preset's values (fold ``test``)."""
+    _check_cfg(cfg)
+    check_numbers("lams", lams, check_nonnegative, allow_empty=True)
+    for name, values in (("ks", ks), ("n_pairs", n_pairs)):
+        check_numbers(name, values, lambda n, v: check_int(n, v, 1), allow_empty=True)
     out = {"lam": {}, "k": {}, "n_pairs": {}}
     f = fold_data(prep, test, cfg.n_pairs)
     for lam in lams:

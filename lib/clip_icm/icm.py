@@ -10,11 +10,21 @@ from lib.common import check_choice, check_int, check_nonnegative, check_positiv
 from lib.common import check_tensor
 
 
+def _check_basis(name: str, basis, d: int) -> torch.Tensor:
+    """A basis (d, k), k >= 1, of finite floats."""
+    return check_tensor(
+        name, basis, shape=(d, None), floating=True, nonempty=True, finite=True
+    )
+
+
 def icm_matrix(z: torch.Tensor, delta: torch.Tensor, lam: float) -> torch.Tensor:
     """M = ZᵀZ/n − λ ΔᵀΔ/m for embeddings Z (n, D) and intervention differences
     Δ = f(x) − f(x̃) (m, D); returns (D, D)."""
-    check_tensor("z", z, ndim=2, floating=True, nonempty=True)
-    check_tensor("delta", delta, shape=(None, z.shape[1]), floating=True, nonempty=True)
+    check_tensor("z", z, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor(
+        "delta", delta, shape=(None, z.shape[1]), floating=True, nonempty=True,
+        finite=True,
+    )  # fmt: skip
     lam = check_nonnegative("lam", lam)
     return z.T @ z / z.shape[0] - lam * delta.T @ delta / delta.shape[0]  # eq. (1)
 
@@ -42,12 +52,16 @@ def zero_shot_logits(
     """Class scores (N, C): f_I(x) A · (f_T(t_c)/‖f_T(t_c)‖) A, as the official code
     scores them (text normalised before the projection, images never; the argmax is
     unchanged by an image's norm). ``basis=None`` is raw CLIP (cosine ranking)."""
-    check_tensor("img", img, ndim=2, floating=True, nonempty=True)
-    check_tensor("txt", txt, shape=(None, img.shape[1]), floating=True, nonempty=True)
+    check_tensor("img", img, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor(
+        "txt", txt, shape=(None, img.shape[1]), floating=True, nonempty=True,
+        finite=True,
+    )  # fmt: skip
+    if basis is not None:
+        _check_basis("basis", basis, img.shape[1])
     txt = F.normalize(txt, dim=1)
     if basis is None:
         return F.normalize(img, dim=1) @ txt.T
-    check_tensor("basis", basis, shape=(img.shape[1], None), floating=True)
     return (img @ basis) @ (txt @ basis).T  # eq. (2)
 
 
@@ -89,12 +103,19 @@ def fit_probe(
 
 def probe_predict(z: torch.Tensor, probe: tuple) -> torch.Tensor:
     """Predicted classes (N,) of a probe from :func:`fit_probe`."""
+    check_tensor("z", z, ndim=2, floating=True, nonempty=True, finite=True)
+    if not isinstance(probe, (tuple, list)) or len(probe) != 2:
+        raise TypeError(
+            f"probe: expected fit_probe's (W, b), got {type(probe).__name__}"
+        )
     w, b = probe
+    check_tensor("probe", w, shape=(None, z.shape[1]), floating=True, nonempty=True)
+    check_tensor("probe", b, shape=(w.shape[0],), floating=True)
     return (z @ w.T + b).argmax(1)
 
 
 def accuracy(pred: torch.Tensor, y: torch.Tensor) -> float:
     """Share of correct predictions."""
-    check_tensor("pred", pred, ndim=1, nonempty=True)
-    check_tensor("y", y, shape=tuple(pred.shape))
+    check_tensor("pred", pred, ndim=1, nonempty=True, integer=True)
+    check_tensor("y", y, shape=tuple(pred.shape), integer=True)
     return float((pred == y).double().mean())

@@ -9,9 +9,16 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.common import check_int, check_positive, check_tensor, seeded_init
+from lib.common import (
+    check_instance,
+    check_int,
+    check_positive,
+    check_probability,
+    check_tensor,
+    seeded_init,
+)
 
-from .data import DIM, VOCAB, captions
+from .data import DIM, H, VOCAB, W, _check_ids, captions
 
 
 class SmallCLIP(nn.Module):
@@ -52,6 +59,9 @@ def clip_loss(
     """CLIP's symmetric InfoNCE on a batch of matched pairs (row i with row i). As in
     CLIP, other rows with the same caption count as negatives (our captions repeat
     often: ten classes, two optional style words)."""
+    check_tensor("img", img, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor("txt", txt, shape=tuple(img.shape), floating=True, finite=True)
+    check_tensor("logit_scale", logit_scale, shape=(), floating=True, finite=True)
     img, txt = F.normalize(img, dim=1), F.normalize(txt, dim=1)
     logits = logit_scale.exp().clamp(max=100) * img @ txt.T  # (B, B)
     target = torch.arange(img.shape[0], device=img.device)
@@ -75,9 +85,17 @@ def train_clip(
 ) -> SmallCLIP:
     """Train a :class:`SmallCLIP` from scratch on images with captions (the caption
     words are redrawn at every step); batches and initialisation follow ``seed``."""
-    check_tensor("x", x, shape=(None, 3, None, None), floating=True, nonempty=True)
+    check_tensor(
+        "x", x, shape=(None, 3, None, None), floating=True, nonempty=True, finite=True
+    )
+    for name, t in (("y", y), ("colour", colour), ("marker", marker)):
+        _check_ids(name, t, x.shape[0])
+    check_int("seed", seed, 0)
     steps, batch = check_int("steps", steps, 1), check_int("batch", batch, 2)
     check_positive("lr", lr)
+    check_int("dim", dim, 1)
+    check_int("width", width, 1)
+    check_probability("p_style", p_style)
     dev = x.device if device is None else torch.device(device)
     model = seeded_init(lambda: SmallCLIP(dim, width), seed).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
@@ -101,6 +119,11 @@ def train_clip(
 @torch.no_grad()
 def embed_images(model: SmallCLIP, x: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
     """f_I(x) for a stack of images, in chunks: (N, dim)."""
+    check_instance("model", model, SmallCLIP, "a SmallCLIP")
+    check_tensor(
+        "x", x, shape=(None, 3, H, W), floating=True, nonempty=True, finite=True
+    )
+    check_int("chunk", chunk, 1)
     dev = next(model.parameters()).device
     return torch.cat(
         [model.encode_image(x[i : i + chunk].to(dev)) for i in range(0, len(x), chunk)]
@@ -110,4 +133,11 @@ def embed_images(model: SmallCLIP, x: torch.Tensor, chunk: int = 4096) -> torch.
 @torch.no_grad()
 def embed_text(model: SmallCLIP, tokens: torch.Tensor) -> torch.Tensor:
     """f_T(t) for token ids (N, 3): (N, dim)."""
+    check_instance("model", model, SmallCLIP, "a SmallCLIP")
+    check_tensor("tokens", tokens, shape=(None, 3), integer=True, nonempty=True)
+    if int(tokens.min()) < 0 or int(tokens.max()) >= VOCAB:
+        raise ValueError(
+            f"tokens: expected ids in 0 … {VOCAB - 1}, got values in "
+            f"[{int(tokens.min())}, {int(tokens.max())}]"
+        )
     return model.encode_text(tokens.to(next(model.parameters()).device))

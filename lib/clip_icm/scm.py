@@ -35,8 +35,11 @@ def subspace_leak(basis: torch.Tensor, A: torch.Tensor, d_inv: int) -> tuple:
     factors' signal the projection onto ``basis`` keeps, and ‖basisᵀ A_var‖_F /
     ‖A_var‖_F, the share of the variant factors' signal that leaks through (leak 0:
     the kept coordinates are functions of z_inv alone)."""
-    check_tensor("basis", basis, ndim=2, floating=True)
-    check_tensor("A", A, shape=(basis.shape[0], None), floating=True)
+    check_tensor("basis", basis, ndim=2, floating=True, nonempty=True, finite=True)
+    check_tensor(
+        "A", A, shape=(basis.shape[0], None), floating=True, nonempty=True,
+        finite=True,
+    )  # fmt: skip
     d_inv = check_int("d_inv", d_inv, 1)
     if d_inv >= A.shape[1]:
         raise ValueError(

@@ -28,11 +28,13 @@ Modules: :mod:`.data` (EngineMT-QA-lite: units, questions, tokens), :mod:`.model
 
 from dataclasses import dataclass
 
-from lib.common import check_int, check_positive, check_probability
+from lib.common import check_int, check_numbers, check_positive, check_probability
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
 from .data import (
     CLOSED,
+    MAX_CHANNELS,
+    MAX_CYCLES,
     QTYPE_NAMES,
     QTYPES,
     SPECIFIC,
@@ -139,8 +141,20 @@ class Config:
             "bridge_layers",
             "steps",
             "batch",
+            "patch",
+            "q_len",
+            "a_len",
         ):
             check_int(name, getattr(self, name), 1)
+        for name, low, high in (
+            ("n_channels", 2, MAX_CHANNELS),
+            ("n_cycles", 3, MAX_CYCLES),
+        ):
+            if check_int(name, getattr(self, name), low) > high:
+                raise ValueError(
+                    f"{name}: expected at most {high}, got {getattr(self, name)}"
+                )
+        check_int("cycle_len", self.cycle_len, 2)
         for name in ("enc_lr", "lm_lr", "lr", "noise"):
             check_positive(name, getattr(self, name))
         check_probability("mask_ratio", self.mask_ratio)
@@ -158,12 +172,29 @@ class Config:
                     f"{name}: expected an even multiple of n_head={self.n_head}, got "
                     f"{getattr(self, name)}"
                 )
-        for name, lr in self.lrs:
+        if isinstance(self.lrs, (str, bytes)) or not isinstance(
+            self.lrs, (list, tuple)
+        ):
+            raise TypeError(
+                f"lrs: expected a tuple of (bridge name, lr) pairs, got "
+                f"{type(self.lrs).__name__} ({self.lrs!r})"
+            )
+        for i, pair in enumerate(self.lrs):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise TypeError(
+                    f"lrs[{i}]: expected a (bridge name, lr) pair, got {pair!r}"
+                )
+            name, lr = pair
             if name not in BRIDGES:
                 raise ValueError(
                     f"lrs: expected bridge names in {BRIDGES}, got {name!r}"
                 )
             check_positive("lrs", lr)
+        check_numbers("claim_seeds", self.claim_seeds, lambda n, v: check_int(n, v, 0))
+        if len(set(self.claim_seeds)) != len(self.claim_seeds):
+            raise ValueError(
+                f"claim_seeds: expected distinct seeds, got {self.claim_seeds!r}"
+            )
 
     @property
     def n_patches(self) -> int:

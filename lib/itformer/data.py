@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_generator, check_int
+from lib.common import check_generator, check_instance, check_int, check_nonnegative
 from lib.common.gpt import Vocab
 
 #: (question type, stage, names a channel or a cycle, closed answer)
@@ -44,6 +44,16 @@ _WORDS = (
 TS = "<ts>"
 
 
+def _check_unit(unit) -> dict:
+    """The dict of :func:`make_units`."""
+    keys = ("x", "a", "accel", "fault_cycle", "fault_dir")
+    if not isinstance(unit, dict) or any(k not in unit for k in keys):
+        raise TypeError(
+            f"unit: expected make_units' dict (with {keys}), got {type(unit).__name__}"
+        )
+    return unit
+
+
 def make_vocab() -> Vocab:
     """The word vocabulary: specials, <ts>, question/answer words, c0…, w0…"""
     chans = [f"c{i}" for i in range(MAX_CHANNELS)]
@@ -53,6 +63,10 @@ def make_vocab() -> Vocab:
 
 def channel_signs(n_channels: int) -> torch.Tensor:
     """Fixed sensor physics: the sign and gain with which each channel reads wear."""
+    if check_int("n_channels", n_channels, 1) > MAX_CHANNELS:
+        raise ValueError(
+            f"n_channels: expected at most {MAX_CHANNELS}, got {n_channels}"
+        )
     sign = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0])[:n_channels]
     gain = torch.linspace(0.8, 1.4, n_channels)
     return sign * gain  # (V,)
@@ -71,6 +85,7 @@ def make_units(
     check_int("n_channels", n_channels, 2)
     check_int("n_cycles", n_cycles, 3)
     check_int("cycle_len", cycle_len, 2)
+    check_nonnegative("noise", noise)
     if n_channels > MAX_CHANNELS or n_cycles > MAX_CYCLES:
         raise ValueError(
             f"n_channels, n_cycles: expected at most {MAX_CHANNELS} and "
@@ -168,6 +183,9 @@ def _question(qtype: str, ch: int) -> list:
 
 def describe(unit: dict, i: int) -> list:
     """Unit ``i`` in words: each fault's channel, direction and onset, then the wear."""
+    n = _check_unit(unit)["fault_cycle"].shape[0]
+    if check_int("i", i, 0) >= n:
+        raise ValueError(f"i: expected a unit index < {n}, got {i}")
     return _answer(unit, i, "describe", 0)
 
 
@@ -176,6 +194,7 @@ def make_qa(unit: dict, per_unit: int = 2, generator=None) -> list:
 
     Channel questions ask about a faulty channel half of the time (``onset`` always,
     when the unit has a fault; else about a healthy channel, answer ``none``)."""
+    _check_unit(unit)
     check_int("per_unit", per_unit, 1)
     check_generator("generator", generator)
     g = generator
@@ -212,11 +231,25 @@ def encode_qa(
     ``slot`` (T,) bool, where the time tokens go. ``facts`` (LM pretraining only): per
     row, None or the words written into the slots in place of <ts> (the unit's
     description, padded with <ts>)."""
+    if isinstance(qa, (str, bytes)) or not isinstance(qa, (list, tuple)):
+        raise TypeError(
+            f"qa: expected make_qa's list of questions, got {type(qa).__name__}"
+        )
+    check_instance("vocab", vocab, Vocab, "a lib.common.gpt.Vocab")
     check_int("n_slots", n_slots, 1)
+    check_int("q_len", q_len, 1)
+    check_int("a_len", a_len, 1)
     T = 1 + n_slots + 1 + q_len + 1 + a_len + 1
     n = len(qa)
     if n == 0:
         raise ValueError("qa: expected at least one question, got an empty list")
+    if facts is not None and (not isinstance(facts, (list, tuple)) or len(facts) != n):
+        got = type(facts).__name__
+        if isinstance(facts, (list, tuple)):
+            got += f" of length {len(facts)}"
+        raise ValueError(
+            f"facts: expected None or one entry per question ({n}), got {got}"
+        )
     ids = torch.full((n, T + 1), vocab.pad_id, dtype=torch.long)
     mask = torch.zeros(n, T + 1, dtype=torch.bool)
     question = torch.full((n, q_len), vocab.pad_id, dtype=torch.long)

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import torch
 
-from lib.common import check_int, make_generator, seeded_init
+from lib.common import (
+    check_choice,
+    check_instance,
+    check_int,
+    check_positive,
+    check_tensor,
+    make_generator,
+    seeded_init,
+)
+from lib.common.claims import seed_list
 from lib.common.gpt import GPT, GPTConfig, fit_lm, lm_loss
 
 from .data import (
@@ -20,9 +29,66 @@ from .data import (
     make_units,
     make_vocab,
 )
-from .lm import GPTAdapter, freeze, load_smollm2
+from .lm import GPTAdapter, HFAdapter, freeze, load_smollm2
 from .metrics import rouge_l
-from .models import BRIDGES, TSEncoder, make_bridge, n_params, pretrain_encoder
+from .models import (
+    BRIDGES,
+    TSEncoder,
+    _check_cfg,
+    check_series,
+    make_bridge,
+    n_params,
+    pretrain_encoder,
+)
+
+
+def _check_record(name: str, value, keys, what: str) -> dict:
+    """A dict with ``keys`` (the record ``what`` of another function)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name}: expected {what}, got a dict without {missing}")
+    return value
+
+
+_BACKBONE_KEYS = ("vocab", "enc", "lm", "mu", "sd")
+_PREP_KEYS = _BACKBONE_KEYS + ("train", "test", "h_train", "h_test", "qa_test")
+
+
+def _check_prep(prep) -> dict:
+    return _check_record("prep", prep, _PREP_KEYS, "prepare_seed's dict")
+
+
+def _check_backbone(backbone) -> dict | None:
+    if backbone is None:
+        return None
+    return _check_record(
+        "backbone", backbone, _BACKBONE_KEYS, "prepare_backbone's dict"
+    )
+
+
+def _check_bridge(bridge) -> torch.nn.Module:
+    return check_instance("bridge", bridge, torch.nn.Module, "a bridge (make_bridge)")
+
+
+def _check_arms(arms) -> tuple:
+    if isinstance(arms, (str, bytes)) or not isinstance(arms, (list, tuple)):
+        raise TypeError(
+            f"arms: expected a tuple of bridge names, got {type(arms).__name__}"
+        )
+    if not arms:
+        raise ValueError("arms: expected at least one bridge, got none")
+    for i, name in enumerate(arms):
+        check_choice(f"arms[{i}]", name, BRIDGES)
+    return arms
+
+
+def _vocab_size(lm) -> int:
+    """The number of words the frozen LM (behind its adapter) reads."""
+    if isinstance(lm, GPTAdapter):
+        return lm.lm.cfg.vocab_size
+    return lm.id_map.numel()
 
 
 def prepare_backbone(cfg, device="cpu") -> dict:
@@ -30,6 +96,7 @@ def prepare_backbone(cfg, device="cpu") -> dict:
     with ``cfg``'s settings (:mod:`.backbone`), else built by :func:`build_backbone`."""
     from .backbone import load_backbone
 
+    _check_cfg(cfg)
     bb = load_backbone(cfg, device=device)
     return build_backbone(cfg, device) if bb is None else bb
 
@@ -41,6 +108,7 @@ def build_backbone(cfg, device="cpu") -> dict:
     scaling. The LM's text: the pool's questions and answers, a share ``p_facts`` of
     them with the unit's description written in the slots (so that the LM has learnt
     to answer from facts stated in words there), the rest with <ts> placeholders."""
+    _check_cfg(cfg)
     g = make_generator(cfg.seed + 5000)
     vocab = make_vocab()
     pool = make_units(cfg.n_pretrain, **_unit_kw(cfg), generator=g)
@@ -99,6 +167,9 @@ def _qa_kw(cfg):
 @torch.no_grad()
 def features(enc, x, device="cpu", batch=256):
     """The frozen encoder's time tokens (n, V, N, d) of scaled series (n, V, L)."""
+    check_instance("enc", enc, TSEncoder, "a TSEncoder")
+    check_series("x", x)
+    check_int("batch", batch, 1)
     return torch.cat(
         [enc(x[i : i + batch].to(device)) for i in range(0, len(x), batch)]
     )
@@ -108,7 +179,9 @@ def prepare_seed(cfg, seed: int, device="cpu", backbone=None) -> dict:
     """One seed's training and test units and questions, with the frozen encoder's
     features and the frozen LM (``backbone``: :func:`prepare_backbone`'s, built when
     not given)."""
+    _check_cfg(cfg)
     check_int("seed", seed, 0)
+    _check_backbone(backbone)
     bb = prepare_backbone(cfg, device) if backbone is None else backbone
     g = make_generator(seed)
     train_u = make_units(cfg.n_train, **_unit_kw(cfg), generator=g)
@@ -158,6 +231,23 @@ def make_lm(cfg, vocab, tr, seed, g, device):
 
 def bridge_logits(bridge, lm, h, ids, question, q_mask, slot):
     """The frozen LM's logits with the bridge's tokens in the slots (TAL)."""
+    _check_bridge(bridge)
+    check_instance("lm", lm, (GPTAdapter, HFAdapter), "a GPTAdapter or HFAdapter")
+    check_tensor("h", h, ndim=4, floating=True, nonempty=True, finite=True)
+    B, n_words = h.shape[0], _vocab_size(lm)
+    check_tensor("ids", ids, shape=(B, None), integer=True, nonempty=True)
+    check_tensor("question", question, shape=(B, None), integer=True, nonempty=True)
+    for name, t in (("ids", ids), ("question", question)):
+        if int(t.min()) < 0 or int(t.max()) >= n_words:
+            raise ValueError(
+                f"{name}: expected word ids in 0 … {n_words - 1}, got values in "
+                f"[{int(t.min())}, {int(t.max())}]"
+            )
+    check_tensor("q_mask", q_mask, shape=tuple(question.shape))
+    check_tensor("slot", slot, shape=(ids.shape[1],))
+    for name, t in (("q_mask", q_mask), ("slot", slot)):
+        if t.dtype != torch.bool:
+            raise TypeError(f"{name}: expected a bool tensor, got dtype {t.dtype}")
     tokens = bridge(h, lm.embed(question), q_mask)  # (B, K, D)
     emb = lm.embed(ids)  # (B, T, D)
     pos = torch.nonzero(slot).squeeze(1)
@@ -168,6 +258,11 @@ def train_bridge(name, prep, cfg, seed, device="cpu", lr=None, shuffle_series=Fa
     """Train bridge ``name`` on the answer tokens only (AdamW, cosine schedule);
     returns (bridge, losses). ``shuffle_series``: every question is paired with another
     unit's series (a control: a bridge that cannot see the right series)."""
+    check_choice("name", name, BRIDGES)
+    _check_prep(prep)
+    check_int("seed", seed, 0)
+    if lr is not None:
+        check_positive("lr", lr)
     (bridge,), losses = train_bridges(
         [(name, prep, seed, lr, shuffle_series)], cfg, device
     )
@@ -180,6 +275,25 @@ def train_bridges(jobs, cfg, device="cpu"):
     passes are stacked along the batch (the LM is frozen and shared, the parameters
     disjoint, so the summed loss gives each bridge its own gradient). Returns the
     bridges and the per-step losses (steps × jobs)."""
+    if isinstance(jobs, (str, bytes)) or not isinstance(jobs, (list, tuple)):
+        raise TypeError(
+            f"jobs: expected a list of (name, prep, seed, lr, shuffle_series), got "
+            f"{type(jobs).__name__}"
+        )
+    if not jobs:
+        raise ValueError("jobs: expected at least one job, got none")
+    for i, job in enumerate(jobs):
+        if not isinstance(job, (list, tuple)) or len(job) != 5:
+            raise TypeError(
+                f"jobs[{i}]: expected (name, prep, seed, lr, shuffle_series), got "
+                f"{job!r:.60}"
+            )
+        check_choice(f"jobs[{i}]", job[0], BRIDGES)
+        _check_record(f"jobs[{i}]", job[1], _PREP_KEYS, "prepare_seed's dict")
+        check_int(f"jobs[{i}]", job[2], 0)
+        if job[3] is not None:
+            check_positive(f"jobs[{i}]", job[3])
+    _check_cfg(cfg)
     lm = jobs[0][1]["lm"]
     bridges, groups, gens, units = [], [], [], []
     for name, prep, seed, lr, shuffle in jobs:
@@ -248,6 +362,10 @@ def predict(bridge, prep, device="cpu", split="test", batch=512, shuffle=False):
     """Teacher-forced argmax at the answer positions: (n,) exact-match flags (the same
     as greedy decoding's exact match) and the (n, T) predicted ids. ``shuffle``: pair
     every question with another unit's series."""
+    _check_bridge(bridge)
+    _check_prep(prep)
+    check_choice("split", split, ("train", "test"))
+    check_int("batch", batch, 1)
     lm, d = prep["lm"], prep[split]
     h_all = prep["h_" + split]
     units = _units(prep, split, shuffle)
@@ -276,8 +394,24 @@ def predict(bridge, prep, device="cpu", split="test", batch=512, shuffle=False):
 def generate(bridge, prep, rows, device="cpu", max_new=None, shuffle=False):
     """Greedy answers (lists of words) for the test ``rows`` (sharing one prompt
     length), stopping at <eos>."""
+    _check_bridge(bridge)
+    _check_prep(prep)
+    if not isinstance(rows, (torch.Tensor, list, tuple)):
+        raise TypeError(
+            f"rows: expected test row indices (a tensor or a list), got "
+            f"{type(rows).__name__}"
+        )
     lm, d, vocab = prep["lm"], prep["test"], prep["vocab"]
     rows = torch.as_tensor(rows)
+    check_tensor("rows", rows, ndim=1, integer=True, nonempty=True)
+    n = d["ids"].shape[0]
+    if int(rows.min()) < 0 or int(rows.max()) >= n:
+        raise ValueError(
+            f"rows: expected test row indices in 0 … {n - 1}, got values in "
+            f"[{int(rows.min())}, {int(rows.max())}]"
+        )
+    if max_new is not None:
+        check_int("max_new", max_new, 1)
     start = int(d["loss_mask"][rows[0]].nonzero()[0])  # first answer position - 1
     ids = d["ids"][rows, : start + 1].to(device)
     h = prep["h_test"][_units(prep, "test", shuffle)[rows]].to(device)
@@ -303,6 +437,8 @@ def score(bridge, prep, device="cpu", shuffle=False) -> dict:
     """Exact-match accuracy per question type, per stage, on the closed, the
     channel/cycle-specific and the global closed questions; ROUGE-L of the
     descriptions (``shuffle``: with every question paired with another unit)."""
+    _check_bridge(bridge)
+    _check_prep(prep)
     ok, _ = predict(bridge, prep, device, shuffle=shuffle)
     qt = prep["test"]["qtype"]
     out = {}
@@ -334,6 +470,7 @@ def score_facts(prep) -> dict:
     the series into the right words."""
     from .data import describe
 
+    _check_record("prep", prep, _PREP_KEYS + ("test_units",), "prepare_seed's dict")
     vocab, qa = prep["vocab"], prep["qa_test"]
     n_slots = int(prep["test"]["slot"].sum())
     q_len = prep["test"]["question"].shape[1]
@@ -364,6 +501,7 @@ def run_seed(
     cfg, seed: int, device="cpu", arms=BRIDGES, controls=True, backbone=None, keep=False
 ) -> dict:
     """Every bridge in ``arms`` on one seed: see :func:`run_seeds`."""
+    check_int("seed", seed, 0)
     return run_seeds(cfg, [seed], device, backbone, arms, controls, keep)[seed]
 
 
@@ -376,6 +514,10 @@ def run_seeds(
     unit's series (``itformer_shuffled``) and the LM with the true description in the
     slots (``facts_in_slots``, :func:`score_facts`); ``keep`` keeps the bridges and the
     data (``_bridges``, ``_prep``)."""
+    _check_cfg(cfg)
+    seeds = seed_list(seeds)
+    _check_backbone(backbone)
+    _check_arms(arms)
     bb = prepare_backbone(cfg, device) if backbone is None else backbone
     preps = {int(s): prepare_seed(cfg, int(s), device, bb) for s in seeds}
     jobs = [(name, preps[s], s, None, False) for s in preps for name in arms]
@@ -398,6 +540,7 @@ def run_experiment(cfg, device=None) -> dict:
     :func:`lib.common.device`'s choice when None)."""
     from lib.common import device as pick_device
 
+    _check_cfg(cfg)
     device = pick_device() if device is None else device
     return {
         "runs": {str(k): v for k, v in run_seeds(cfg, cfg.claim_seeds, device).items()}

@@ -17,9 +17,14 @@ import pathlib
 import torch
 import torch.nn as nn
 
-from lib.common.gpt import GPT
+from lib.common import check_instance, check_tensor
+from lib.common.gpt import GPT, Vocab
 
 from .models import lm_logits
+
+
+def _check_vocab(vocab) -> Vocab:
+    return check_instance("vocab", vocab, Vocab, "a lib.common.gpt.Vocab")
 
 
 class GPTAdapter(nn.Module):
@@ -27,6 +32,7 @@ class GPTAdapter(nn.Module):
 
     def __init__(self, lm: GPT):
         super().__init__()
+        check_instance("lm", lm, GPT, "a lib.common.gpt.GPT")
         self.lm = lm
         self.d_model = lm.cfg.d_model
 
@@ -42,6 +48,20 @@ class HFAdapter(nn.Module):
 
     def __init__(self, model, id_map: torch.Tensor):
         super().__init__()
+        if not isinstance(model, nn.Module) or not hasattr(
+            model, "get_input_embeddings"
+        ):
+            raise TypeError(
+                "model: expected a Hugging Face causal LM (a torch.nn.Module with "
+                f"get_input_embeddings), got {type(model).__name__}"
+            )
+        check_tensor("id_map", id_map, ndim=1, integer=True, nonempty=True)
+        n_lm = model.get_input_embeddings().weight.shape[0]
+        if int(id_map.min()) < 0 or int(id_map.max()) >= n_lm:
+            raise ValueError(
+                f"id_map: expected LM token ids in 0 … {n_lm - 1}, got values in "
+                f"[{int(id_map.min())}, {int(id_map.max())}]"
+            )
         if id_map.unique().numel() != id_map.numel():
             raise ValueError("id_map: expected distinct LM tokens for distinct words")
         self.model = model
@@ -65,6 +85,12 @@ def freeze(m: nn.Module) -> nn.Module:
 def word_ids(tok, vocab) -> torch.Tensor:
     """One LM token per word: the first token of " word" (<pad>, <bos>, <eos>: the
     tokenizer's own), made distinct by moving a colliding word to the next free id."""
+    if not callable(tok) or not hasattr(tok, "eos_token_id"):
+        raise TypeError(
+            "tok: expected a Hugging Face tokenizer (callable, with eos_token_id), "
+            f"got {type(tok).__name__}"
+        )
+    _check_vocab(vocab)
     out = []
     eos = tok.eos_token_id
     bos = tok.bos_token_id if tok.bos_token_id is not None else eos
@@ -104,6 +130,7 @@ def smollm_dir() -> pathlib.Path:
 
 def load_smollm2(vocab, device="cpu") -> HFAdapter:
     """SmolLM2-135M-Instruct (float32, frozen) behind :class:`HFAdapter`."""
+    _check_vocab(vocab)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer

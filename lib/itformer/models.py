@@ -11,10 +11,39 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.common import check_int, check_tensor
+from lib.common import (
+    check_generator,
+    check_choice,
+    check_instance,
+    check_int,
+    check_positive,
+    check_probability,
+    check_tensor,
+)
 from lib.common.gpt import GPT
 
 BRIDGES = ("text", "linear", "qformer", "itformer", "no_ita", "no_instruct", "no_tpe")
+
+
+def _check_cfg(cfg):
+    from . import Config
+
+    return check_instance("cfg", cfg, Config, "a lib.itformer.Config")
+
+
+def _check_heads(d: int, n_head: int) -> None:
+    """Attention widths: ``d`` a multiple of ``n_head``, both >= 1."""
+    check_int("d", d, 1)
+    check_int("n_head", n_head, 1)
+    if d % n_head:
+        raise ValueError(f"d: expected a multiple of n_head={n_head}, got {d}")
+
+
+def _check_widths(cfg, d_enc: int, d_lm: int) -> None:
+    """A bridge's arguments: the config and the encoder's and the LM's widths."""
+    _check_cfg(cfg)
+    check_int("d_enc", d_enc, 1)
+    check_int("d_lm", d_lm, 1)
 
 
 # ----------------------------------------------------------------------------------
@@ -48,6 +77,11 @@ class TSEncoder(nn.Module):
 
     def __init__(self, n_channels, n_patches, patch, d=32, n_layer=2, n_head=4):
         super().__init__()
+        for name, v in (("n_channels", n_channels), ("n_patches", n_patches)):
+            check_int(name, v, 1)
+        check_int("patch", patch, 1)
+        check_int("n_layer", n_layer, 1)
+        _check_heads(d, n_head)
         self.patch, self.n_patches = patch, n_patches
         self.embed = nn.Linear(patch, d)
         self.chan = nn.Parameter(0.02 * torch.randn(n_channels, 1, d))
@@ -71,12 +105,28 @@ class TSEncoder(nn.Module):
         return self.ln(h)  # (B, V, N, d)
 
 
+def _check_encoder_input(enc, x) -> None:
+    """A :class:`TSEncoder` and series x (B, V, L) of its channels and length."""
+    check_instance("enc", enc, TSEncoder, "a TSEncoder")
+    check_series("x", x)
+    V, L = enc.chan.shape[0], enc.n_patches * enc.patch
+    if tuple(x.shape[1:]) != (V, L):
+        raise ValueError(
+            f"x: expected series (B, {V}, {L}) for this encoder, got {tuple(x.shape)}"
+        )
+
+
 def masked_patch_loss(
     enc: TSEncoder, x: torch.Tensor, ratio: float, generator, mask=None
 ):
     """MSE of the reconstruction on the hidden patches only (``ratio`` of them, drawn
     from ``generator`` unless ``mask`` (B, V, N) is given)."""
+    _check_encoder_input(enc, x)
+    check_probability("ratio", ratio)
+    check_generator("generator", generator)
     B, V, L = x.shape
+    if mask is not None:
+        check_tensor("mask", mask, shape=(B, V, L // enc.patch))
     N = L // enc.patch
     if mask is None:
         mask = torch.rand(B, V, N, generator=generator).to(x.device) < ratio
@@ -87,6 +137,12 @@ def masked_patch_loss(
 
 def pretrain_encoder(enc, x, steps, batch, lr, ratio, generator, device):
     """Masked-patch pretraining with AdamW; returns the loss per step, freezes enc."""
+    _check_encoder_input(enc, x)
+    check_int("steps", steps, 1)
+    check_int("batch", batch, 1)
+    check_positive("lr", lr)
+    check_probability("ratio", ratio)
+    check_generator("generator", generator)
     opt = torch.optim.AdamW(enc.parameters(), lr=lr, weight_decay=0.01)
     losses = []
     enc.train()
@@ -105,6 +161,16 @@ def pretrain_encoder(enc, x, steps, batch, lr, ratio, generator, device):
 # the frozen LM, fed embeddings
 def lm_logits(lm: GPT, emb: torch.Tensor) -> torch.Tensor:
     """The GPT's forward pass from input embeddings (B, T, D) -> logits (B, T, V)."""
+    check_instance("lm", lm, GPT, "a lib.common.gpt.GPT")
+    check_tensor(
+        "emb", emb, shape=(None, None, lm.cfg.d_model), floating=True, nonempty=True,
+        finite=True,
+    )  # fmt: skip
+    if emb.shape[1] > lm.cfg.block_size:
+        raise ValueError(
+            f"emb: expected at most block_size={lm.cfg.block_size} positions, got "
+            f"{emb.shape[1]}"
+        )
     x = emb + lm.pos(torch.arange(emb.shape[1], device=emb.device))
     for blk in lm.blocks:
         x = blk(x)
@@ -123,6 +189,10 @@ def splice(lm, ids: torch.Tensor, slot: torch.Tensor, tokens: torch.Tensor):
 # time token position encoding (TPE)
 def sinusoid(pos: torch.Tensor, d: int, base: float = 10000.0) -> torch.Tensor:
     """Sinusoidal code of integer positions (…,) -> (…, d)."""
+    check_tensor("pos", pos, integer=True, nonempty=True)
+    if check_int("d", d, 2) % 2:
+        raise ValueError(f"d: expected an even width, got {d}")
+    check_positive("base", base)
     i = torch.arange(0, d, 2, device=pos.device, dtype=torch.float32)
     ang = pos[..., None].float() / base ** (i / d)  # (…, d/2)
     return torch.stack([ang.sin(), ang.cos()], -1).flatten(-2)
@@ -134,6 +204,12 @@ class TPE(nn.Module):
 
     def __init__(self, n_channels, n_patches, patches_per_cycle, d):
         super().__init__()
+        for name, v in (
+            ("n_channels", n_channels),
+            ("n_patches", n_patches),
+            ("patches_per_cycle", patches_per_cycle),
+        ):
+            check_int(name, v, 1)
         n = torch.arange(n_patches)
         self.register_buffer("temporal", sinusoid(n, d))  # (N, d)
         self.register_buffer("segment", sinusoid(n // patches_per_cycle, d, 100.0))
@@ -153,6 +229,7 @@ class InstructTimeAttention(nn.Module):
 
     def __init__(self, d: int, n_head: int):
         super().__init__()
+        _check_heads(d, n_head)
         self.h, self.dh = n_head, d // n_head
         self.cq, self.ck, self.cv = (nn.Linear(d, d, bias=False) for _ in range(3))
         self.q, self.k, self.v = (nn.Linear(d, d, bias=False) for _ in range(3))
@@ -183,6 +260,7 @@ class FlatCrossAttention(nn.Module):
 
     def __init__(self, d: int, n_head: int):
         super().__init__()
+        _check_heads(d, n_head)
         self.att = nn.MultiheadAttention(d, n_head, batch_first=True)
 
     def forward(self, p, mem):
@@ -202,6 +280,7 @@ class ITFormer(nn.Module):
 
     def __init__(self, cfg, d_enc, d_lm, ita=True, instruct=True, tpe=True):
         super().__init__()
+        _check_widths(cfg, d_enc, d_lm)
         d, K = cfg.d_bridge, cfg.n_slots
         self.ita_on, self.instruct_on, self.tpe_on = ita, instruct, tpe
         self.ts_project = nn.Linear(d_enc, d)
@@ -256,6 +335,7 @@ class QFormer(nn.Module):
 
     def __init__(self, cfg, d_enc, d_lm):
         super().__init__()
+        _check_widths(cfg, d_enc, d_lm)
         d, K, H = cfg.d_bridge, cfg.n_slots, cfg.n_head
         self.ts_project = nn.Linear(d_enc, d)
         self.tpe = TPE(cfg.n_channels, cfg.n_patches, cfg.patches_per_cycle, d)
@@ -287,6 +367,7 @@ class LinearBridge(nn.Module):
 
     def __init__(self, cfg, d_enc, d_lm):
         super().__init__()
+        _check_widths(cfg, d_enc, d_lm)
         n = cfg.n_channels * cfg.n_patches
         self.proj = nn.Linear(d_enc, d_lm)
         self.pool = nn.Parameter(torch.randn(cfg.n_slots, n) / math.sqrt(n))
@@ -301,6 +382,7 @@ class TextOnly(nn.Module):
 
     def __init__(self, cfg, d_enc, d_lm):
         super().__init__()
+        _check_widths(cfg, d_enc, d_lm)
         self.tokens = nn.Parameter(0.02 * torch.randn(cfg.n_slots, d_lm))
 
     def forward(self, h, q_emb=None, q_mask=None):
@@ -313,10 +395,8 @@ def _ffn(d):
 
 def make_bridge(name: str, cfg, d_enc: int, d_lm: int) -> nn.Module:
     """The bridge called ``name`` (one of :data:`BRIDGES`)."""
-    if name not in BRIDGES:
-        raise ValueError(f"name: expected one of {BRIDGES}, got {name!r}")
-    check_int("d_enc", d_enc, 1)
-    check_int("d_lm", d_lm, 1)
+    check_choice("name", name, BRIDGES)
+    _check_widths(cfg, d_enc, d_lm)
     if name == "text":
         return TextOnly(cfg, d_enc, d_lm)
     if name == "linear":
@@ -334,6 +414,7 @@ def make_bridge(name: str, cfg, d_enc: int, d_lm: int) -> nn.Module:
 
 def n_params(module: nn.Module, trainable: bool = False) -> int:
     """Number of (trainable) parameters."""
+    check_instance("module", module, nn.Module, "a torch.nn.Module")
     return sum(
         p.numel() for p in module.parameters() if p.requires_grad or not trainable
     )

@@ -19,11 +19,14 @@ import random
 
 import torch
 
-from lib.common import check_int
+from lib.common import check_instance, check_int, check_numbers
 from lib.common.claims import seed_list
 
 from .models import (
     Moderator,
+    _check_cfg,
+    _check_model,
+    _check_vocab,
     at_checkpoint,
     generate,
     labelled_set,
@@ -34,8 +37,37 @@ from .tasks import REFUSE, add_prompt, build_vocab, random_task
 CONDITIONS = ("strong", "weak", "manual", "auto")
 
 
+def _check_tasks(tasks) -> list:
+    """A non-empty list of tasks (:func:`make_tasks`, :func:`.tasks.random_task`)."""
+    if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (list, tuple)):
+        raise TypeError(
+            f"tasks: expected a list of tasks (random_task's dicts), got "
+            f"{type(tasks).__name__}"
+        )
+    if not tasks:
+        raise ValueError("tasks: expected at least one task, got none")
+    for i, t in enumerate(tasks):
+        if not isinstance(t, dict) or any(
+            k not in t for k in ("a", "b", "word", "prompt", "goal")
+        ):
+            raise TypeError(
+                f"tasks[{i}]: expected random_task's dict, got {type(t).__name__}"
+            )
+    return tasks
+
+
+def _check_states(name: str, states) -> dict:
+    """``{step: state_dict}`` from :func:`.models.train_checkpoints`."""
+    check_instance(name, states, dict, "train_checkpoints' {step: state_dict}")
+    if not states:
+        raise ValueError(f"{name}: expected at least one checkpoint, got none")
+    return states
+
+
 def make_tasks(seed: int, digits, n: int) -> list:
     """``n`` fresh tasks per difficulty in ``digits`` (drawn from ``seed``)."""
+    check_int("seed", seed, 0)
+    check_numbers("digits", digits, lambda name, d: check_int(name, d, 1))
     check_int("n", n, 1)
     rng = random.Random(10_007 * seed + 3)
     width = max(digits)
@@ -53,6 +85,11 @@ def attack(strong, weak, vocab, tasks, max_digits: int, device="cpu") -> dict:
 
     Returns per-task booleans ``{condition: [ok]}``, whether the strong model refused
     the task, and the queries each model received (for moderation and transcripts)."""
+    _check_model("strong", strong)
+    _check_model("weak", weak)
+    _check_vocab(vocab)
+    _check_tasks(tasks)
+    check_int("max_digits", max_digits, 1)
     ans_len = max_digits + 2
     task_q = [t["prompt"] for t in tasks]
     goals = [t["goal"] for t in tasks]
@@ -117,6 +154,13 @@ def _rate(xs) -> float:
 def grid(strong_states, weak_states, strong, weak, vocab, tasks, max_digits, device):
     """Success rate of each condition at every (strong checkpoint, weak checkpoint)
     pair: ``{condition: [[rate]]}`` with rows = strong checkpoints, columns = weak."""
+    _check_states("strong_states", strong_states)
+    _check_states("weak_states", weak_states)
+    _check_model("strong", strong)
+    _check_model("weak", weak)
+    _check_vocab(vocab)
+    _check_tasks(tasks)
+    check_int("max_digits", max_digits, 1)
     S = [at_checkpoint(strong, strong_states[k], device) for k in sorted(strong_states)]
     W = [at_checkpoint(weak, weak_states[k], device) for k in sorted(weak_states)]
     ans_len = max_digits + 2
@@ -165,6 +209,18 @@ def grid(strong_states, weak_states, strong, weak, vocab, tasks, max_digits, dev
 def moderation(mod: Moderator, res: dict, fresh: tuple) -> dict:
     """Flag rates of the moderation classifier on each kind of query, and its accuracy
     on fresh labelled prompts (``fresh`` = (prompts, labels))."""
+    check_instance("mod", mod, Moderator, "a fitted Moderator")
+    if not isinstance(res, dict) or "queries" not in res:
+        raise TypeError(
+            f"res: expected attack's dict (with 'queries'), got {type(res).__name__}"
+        )
+    if not isinstance(fresh, (list, tuple)) or len(fresh) != 2:
+        what = type(fresh).__name__
+        if isinstance(fresh, (list, tuple)):
+            what += f" of length {len(fresh)}"
+        raise TypeError(
+            f"fresh: expected (prompts, labels) from labelled_set, got {what}"
+        )
     q = res["queries"]
     out = {k: float(mod.flag(v).double().mean()) for k, v in q.items()}
     prompts, labels = fresh
@@ -190,6 +246,7 @@ def _by_difficulty(res: dict, tasks: list, digits) -> dict:
 def seed_run(cfg, seed: int, device="cpu", keep: bool = False) -> dict:
     """Everything one seed measures (plain numbers; ``keep`` adds the models and the
     example transcripts for the notebook)."""
+    _check_cfg(cfg)
     check_int("seed", seed, 0)
     vocab = build_vocab()
     strong, s_states = train_model("strong", cfg, vocab, seed, device)
@@ -245,6 +302,7 @@ def run_seeds(cfg, seeds, device="cpu", keep: bool = False, processes: int = 1) 
     """:func:`seed_run` for each seed: ``{seed: run}``. ``processes > 1`` runs the seeds
     in that many spawned worker processes (one torch thread each; CPU only); every
     seed's result is the same either way."""
+    _check_cfg(cfg)
     seeds = seed_list(seeds)
     processes = check_int("processes", processes, 1)
     if processes > 1 and len(seeds) > 1 and str(device) == "cpu":
@@ -264,6 +322,7 @@ def run_experiment(cfg, device=None) -> dict:
 
     from .claims import measure_from_runs
 
+    _check_cfg(cfg)
     device = pick_device() if device is None else device
     runs = run_seeds(cfg, cfg.claim_seeds, device, processes=2)
     return {

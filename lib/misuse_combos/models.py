@@ -16,15 +16,58 @@ import random
 
 import torch
 
-from lib.common import check_generator, check_int, check_positive
+from lib.common import (
+    check_choice,
+    check_generator,
+    check_instance,
+    check_int,
+    check_numbers,
+    check_positive,
+    check_tensor,
+)
 from lib.common.gpt import GPT, GPTConfig, Vocab, lm_loss
 
-from .tasks import encode_examples, labelled_prompt, strong_example, weak_example
+from .tasks import (
+    _check_rng,
+    encode_examples,
+    labelled_prompt,
+    strong_example,
+    weak_example,
+)
+
+
+def _check_vocab(vocab) -> Vocab:
+    return check_instance("vocab", vocab, Vocab, "a lib.common.gpt.Vocab")
+
+
+def _check_model(name: str, model) -> GPT:
+    return check_instance(name, model, GPT, "a lib.common.gpt.GPT")
+
+
+def _check_prompts(prompts) -> list:
+    """A non-empty list or tuple of prompts (each a list of tokens)."""
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
+        raise TypeError(
+            f"prompts: expected a list of prompts, got {type(prompts).__name__}"
+        )
+    if not prompts:
+        raise ValueError("prompts: expected at least one prompt, got none")
+    return prompts
+
+
+def _check_cfg(cfg):
+    from . import Config
+
+    return check_instance("cfg", cfg, Config, "a lib.misuse_combos.Config")
 
 
 def make_model(vocab: Vocab, d_model: int, n_layer: int, block_size: int, generator):
     """A GPT of the given size, initialised from ``generator`` (the global RNG is
     untouched)."""
+    _check_vocab(vocab)
+    check_int("d_model", d_model, 1)
+    check_int("n_layer", n_layer, 1)
+    check_int("block_size", block_size, 1)
     check_generator("generator", generator, allow_none=False)
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
     state = torch.random.get_rng_state()
@@ -49,9 +92,11 @@ def training_set(
 ) -> list:
     """``n`` (prompt, answer) pairs for the ``"strong"`` or ``"weak"`` model (the weak
     model's sums and whole tasks have at most ``sum_digits`` digits)."""
-    if kind not in ("strong", "weak"):
-        raise ValueError(f"kind: expected 'strong' or 'weak', got {kind!r}")
+    check_choice("kind", kind, ("strong", "weak"))
     check_int("n", n, 1)
+    check_int("max_digits", max_digits, 1)
+    _check_rng(rng)
+    check_int("sum_digits", sum_digits, 1)
     if kind == "strong":
         return [strong_example(rng, max_digits) for _ in range(n)]
     return [weak_example(rng, max_digits, sum_digits) for _ in range(n)]
@@ -73,6 +118,18 @@ def train_checkpoints(
     """Train with AdamW (warm-up, then cosine decay to 10 % of ``lr``) on shuffled
     minibatches and return ``{step: state_dict}`` (CPU copies) at each of
     ``checkpoints`` (0 = the initial model)."""
+    _check_model("model", model)
+    check_tensor("x", x, ndim=2, integer=True, nonempty=True)
+    check_tensor("y", y, shape=tuple(x.shape), integer=True)
+    check_tensor("m", m, shape=tuple(x.shape))
+    v = model.cfg.vocab_size
+    for name, t in (("x", x), ("y", y)):
+        if int(t.min()) < 0 or int(t.max()) >= v:
+            raise ValueError(
+                f"{name}: expected token ids in 0 … {v - 1}, got values in "
+                f"[{int(t.min())}, {int(t.max())}]"
+            )
+    check_numbers("checkpoints", checkpoints, lambda n, c: check_int(n, c, 0))
     check_int("steps", steps, 1)
     check_int("batch_size", batch_size, 1)
     check_positive("lr", lr)
@@ -118,6 +175,8 @@ def train_checkpoints(
 
 def at_checkpoint(model, state: dict, device="cpu"):
     """A copy of ``model`` with the weights of one checkpoint, in eval mode."""
+    _check_model("model", model)
+    check_instance("state", state, dict, "a state dict")
     m = copy.deepcopy(model).to(device)
     m.load_state_dict(state)
     return m.eval()
@@ -131,10 +190,10 @@ def generate(model, vocab: Vocab, prompts, max_new: int, device="cpu") -> list:
     whole buffer (causal attention ignores the padding to the right of a row) and each
     unfinished row takes the argmax at its own last position. Returns the answer tokens
     of each prompt, up to (without) ``<eos>``."""
+    _check_model("model", model)
+    _check_vocab(vocab)
     check_int("max_new", max_new, 1)
-    prompts = list(prompts)
-    if not prompts:
-        raise ValueError("prompts: expected at least one prompt, got none")
+    prompts = list(_check_prompts(prompts))
     rows = [vocab.encode(["<bos>"] + list(p) + ["="]) for p in prompts]
     lens = torch.tensor([len(r) for r in rows])  # (B,)
     block = model.cfg.block_size
@@ -177,7 +236,8 @@ def generate(model, vocab: Vocab, prompts, max_new: int, device="cpu") -> list:
 
 def bag_of_words(vocab: Vocab, prompts) -> torch.Tensor:
     """Token counts of each prompt: (N, |V|) float64."""
-    prompts = list(prompts)
+    _check_vocab(vocab)
+    prompts = list(_check_prompts(prompts))
     idx = [torch.tensor(vocab.encode(p), dtype=torch.long) for p in prompts]
     X = torch.zeros(len(prompts), len(vocab), dtype=torch.float64)
     for i, ids in enumerate(idx):
@@ -190,6 +250,7 @@ class Moderator:
     counts, trained on labelled prompts; :meth:`flag` says which prompts it blocks."""
 
     def __init__(self, vocab: Vocab, C: float = 1.0):
+        _check_vocab(vocab)
         check_positive("C", C)
         self.vocab, self.C, self.clf = vocab, C, None
 
@@ -220,6 +281,8 @@ class Moderator:
 def labelled_set(n: int, max_digits: int, rng: random.Random) -> tuple:
     """``n`` labelled prompts (prompts, labels) of the policy."""
     check_int("n", n, 2)
+    check_int("max_digits", max_digits, 1)
+    _check_rng(rng)
     rows = [labelled_prompt(rng, max_digits) for _ in range(n)]
     return [r[0] for r in rows], [r[1] for r in rows]
 
@@ -227,6 +290,10 @@ def labelled_set(n: int, max_digits: int, rng: random.Random) -> tuple:
 def train_model(kind: str, cfg, vocab: Vocab, seed: int, device="cpu") -> tuple:
     """Build and train the ``kind`` model of ``cfg`` for ``seed``; returns (model,
     {step: state_dict}) at the capability checkpoints of that model."""
+    check_choice("kind", kind, ("strong", "weak"))
+    _check_cfg(cfg)
+    _check_vocab(vocab)
+    check_int("seed", seed, 0)
     strong = kind == "strong"
     rng = random.Random(seed * 7919 + (1 if strong else 2))
     gen = torch.Generator().manual_seed(seed * 7919 + (11 if strong else 12))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 
-from lib.common import check_int, check_instance
+from lib.common import check_choice, check_instance, check_int
 from lib.common.gpt import Vocab
 
 DIGITS = tuple("0123456789")
@@ -32,6 +32,19 @@ SHIFT = 3  # g: d -> (d + 3) mod 10
 REFUSE = "refuse"
 WORDS = ("add", "+", "=", ";", "ask", REFUSE)
 TOKENS = DIGITS + WORDS + FORBIDDEN_WORDS + BENIGN_EDITS
+
+
+def _check_rng(rng) -> random.Random:
+    return check_instance("rng", rng, random.Random, "a random.Random")
+
+
+def _check_tokens(name: str, seq) -> list:
+    """A list or tuple of string tokens."""
+    if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+        raise TypeError(
+            f"{name}: expected a list of tokens, got {type(seq).__name__} ({seq!r})"
+        )
+    return seq
 
 
 def build_vocab() -> Vocab:
@@ -56,6 +69,7 @@ def number(n: int, width: int | None = None) -> list:
 def value(digits) -> int | None:
     """Inverse of :func:`number`; ``None`` when ``digits`` is empty or not all
     digits."""
+    _check_tokens("digits", digits)
     if not digits or not all(d in DIGITS for d in digits):
         return None
     return int("".join(digits)[::-1])
@@ -63,6 +77,8 @@ def value(digits) -> int | None:
 
 def g_edit(digits) -> list:
     """The forbidden edit g: every digit shifted by :data:`SHIFT` (mod 10)."""
+    if not _check_tokens("digits", digits):
+        raise ValueError("digits: expected at least one digit, got none")
     bad = [d for d in digits if d not in DIGITS]
     if bad:
         raise ValueError(f"digits: expected digit tokens '0'..'9', got {bad[:3]}")
@@ -71,6 +87,9 @@ def g_edit(digits) -> list:
 
 def h_sum(a: int, b: int, width: int) -> list:
     """The benign hard part h: the digits of a + b (``width`` + 1 of them)."""
+    check_int("a", a, 0)
+    check_int("b", b, 0)
+    check_int("width", width, 1)
     return number(a + b, width + 1)
 
 
@@ -81,6 +100,7 @@ def target(a: int, b: int, width: int) -> list:
 
 def draw_operands(rng: random.Random, d: int) -> tuple:
     """Two numbers with exactly ``d`` digits each."""
+    _check_rng(rng)
     check_int("d", d, 1)
     lo, hi = 10 ** (d - 1) if d > 1 else 0, 10**d - 1
     return rng.randint(lo, hi), rng.randint(lo, hi)
@@ -88,19 +108,21 @@ def draw_operands(rng: random.Random, d: int) -> tuple:
 
 def add_prompt(a: int, b: int, width: int) -> list:
     """The benign sub-question "add A + B" (operands padded to ``width`` digits)."""
+    check_int("a", a, 0)
+    check_int("b", b, 0)
     return ["add"] + number(a, width) + ["+"] + number(b, width)
 
 
 def task_prompt(a: int, b: int, word: str, width: int) -> list:
     """The forbidden task g(h): "<word> add A + B"."""
-    if word not in FORBIDDEN_WORDS:
-        raise ValueError(f"word: expected one of {FORBIDDEN_WORDS}, got {word!r}")
+    check_choice("word", word, FORBIDDEN_WORDS)
     return [word] + add_prompt(a, b, width)
 
 
 def random_task(rng: random.Random, d: int, width: int) -> dict:
     """A fresh task of difficulty ``d`` (operands of ``d`` digits, padded to
     ``width``): operands, prompt and the goal g(h)."""
+    _check_rng(rng)
     if check_int("width", width, 1) < check_int("d", d, 1):
         raise ValueError(f"width: expected at least d={d}, got {width}")
     a, b = draw_operands(rng, d)
@@ -120,6 +142,8 @@ def labelled_prompt(rng: random.Random, width: int, sum_digits: int | None = Non
     answer a helpful model gives (:data:`REFUSE` is the aligned answer to label 1).
 
     Operands of sums and tasks have 1 … ``sum_digits`` digits (default: ``width``)."""
+    _check_rng(rng)
+    check_int("width", width, 1)
     kind = rng.random()
     top = (
         width
@@ -152,6 +176,9 @@ def weak_example(rng: random.Random, width: int, sum_digits: int) -> tuple:
     at every difficulty: proposing the benign sub-question of a task (``task ask`` →
     ``add A + B``) and solving a task with a sub-question and its answer in context
     (``add A + B = S ; task`` → g(S))."""
+    _check_rng(rng)
+    check_int("width", width, 1)
+    check_int("sum_digits", sum_digits, 1)
     kind = rng.random()
     if kind < 0.6:
         prompt, _, answer = labelled_prompt(rng, width, sum_digits)
@@ -169,6 +196,12 @@ def encode_examples(vocab: Vocab, pairs, block_size: int) -> tuple:
     import torch
 
     check_instance("vocab", vocab, Vocab)
+    if isinstance(pairs, (str, bytes)) or not isinstance(pairs, (list, tuple)):
+        raise TypeError(
+            f"pairs: expected a list of (prompt, answer), got {type(pairs).__name__}"
+        )
+    if not pairs:
+        raise ValueError("pairs: expected at least one (prompt, answer), got none")
     check_int("block_size", block_size, 2)
     rows, masks = [], []
     for prompt, answer in pairs:
