@@ -225,6 +225,62 @@ def test_attention_rows_of_pure_padding_are_finite():
     assert torch.isfinite(layer(x, mask)).all()
 
 
+def test_new_tokenisations_known_properties():
+    """node_cc lists each component in one run (no HAC), node_gcn carries its
+    adjacency in token order, khop_hpe carries hac_dfs's PE for every token."""
+    rng = np.random.default_rng(5)
+    for i in range(5):
+        g = Gr.make_graph("connectivity", 12, rng)
+        adj, n = g["adj"], 12
+        lab = Gr.components(adj)
+        toks = {k: Gr.tokenize(g, k, np.random.default_rng(i)) for k in Gr.TOKENS}
+        cc = lab[toks["node_cc"]["order"]]
+        assert (np.diff(cc) != 0).sum() == len(set(lab)) - 1  # one run per component
+        np.testing.assert_array_equal(  # the same tokens as node, reordered
+            np.sort(toks["node_cc"]["x"], 0), np.sort(toks["node"]["x"], 0)
+        )
+        o = toks["node_gcn"]["order"]
+        np.testing.assert_array_equal(toks["node_gcn"]["adj"], adj[np.ix_(o, o)])
+        np.testing.assert_array_equal(toks["node_gcn"]["x"], toks["node"]["x"])
+        assert toks["node"]["adj"] is None
+        hac = toks["hac_dfs"]
+        pe = np.empty((n, 5))
+        pe[hac["order"]] = hac["x"][:, 2:7]  # back to node order
+        kh = toks["khop_hpe"]
+        for v in range(n):
+            L = kh["mask"][v].sum()
+            np.testing.assert_allclose(kh["x"][v, :L, 5:10], np.tile(pe[v], (L, 1)))
+        np.testing.assert_array_equal(kh["x"][..., :5], toks["khop"]["x"][..., :5])
+
+
+def test_local_encoder_is_a_sum_aggregation_and_off_without_edges():
+    torch.manual_seed(0)
+    model = G.GSM(1, "hybrid", Gr.FEAT, 16).eval()
+    d = _batch("node", n_graphs=3)
+    args = _args(d)
+    zero = torch.zeros(args[0].shape[:3] + args[0].shape[2:3])
+    with torch.no_grad():
+        torch.testing.assert_close(model(*args), model(*args, zero), rtol=0, atol=0)
+        # h_v + W Σ_{u~v} h_u on the embeddings, by hand
+        x, m = args[0], args[1]
+        adj = (torch.rand(zero.shape) < 0.3).float()
+        adj = (
+            ((adj + adj.transpose(-1, -2)) > 0).float() * m[..., None] * m[..., None, :]
+        )
+        h = model.embed(x) * m[..., None]
+        agg = torch.einsum("mbvu,mbud->mbvd", adj, h)
+        want = (
+            h + torch.einsum("mbvd,mde->mbve", agg, model.local.weight) * m[..., None]
+        )
+        layer0 = model.layers
+        model.layers = torch.nn.ModuleList()  # compare the encoder's first stage only
+        got = model.encode(x, m, adj)
+        model.layers = layer0
+        torch.testing.assert_close(got, model.norm(want) * m[..., None])
+    with pytest.raises(ValueError, match="adj"):
+        model(*args, torch.zeros(1, 3, 2, 2))
+
+
 # --- bad inputs ---
 
 
@@ -311,6 +367,26 @@ def test_cuda_matches_cpu():
         cpu = model(*args)
         gpu = model.cuda()(*(a.cuda() for a in args)).cpu()
     torch.testing.assert_close(cpu, gpu, rtol=1e-4, atol=1e-4)
+
+
+def test_expected_verdicts_are_the_tuning_seeds_verdicts():
+    from lib.gsm import claims as C
+
+    assert C.TUNING["seeds"] == list(C.TUNING_SEEDS)
+    best = max(C.TUNING["scores"], key=C.TUNING["scores"].get)
+    assert G.SMOKE.lr == C.TUNING["lr"] == float(best)
+    for c in C.CLAIMS:
+        if c.rule is not None:
+            assert c.expect == C.TUNING["verdicts"][c.id], c.id
+
+
+def test_tune_rejects_bad_rates():
+    from lib.gsm.tune import tune
+
+    with pytest.raises(ValueError, match="rates"):
+        tune(TINY, (0,), rates=(0.0,))
+    with pytest.raises(TypeError, match="cfg"):
+        tune({}, (0,))
 
 
 def test_exercise_checks():

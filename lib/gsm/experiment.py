@@ -16,6 +16,7 @@ from lib.common.claims import seed_list
 from .graphs import (
     DEGREE_CLASSES,
     FEAT,
+    LOCAL_TOKENS,
     NODE_TOKENS,
     TASKS,
     TOKENS,
@@ -32,9 +33,14 @@ SPECS = (
         for k in ("node", "hac_dfs", "node_dfs")
     ),
     ("connectivity", "hybrid", "khop"),
+    ("connectivity", "hybrid", "khop_hpe"),
     ("connectivity", "hybrid", "node_nope"),
     ("connectivity", "hybrid", "hac_dfs_nope"),
-    *(("degree", "hybrid", k) for k in ("node", "khop", "hac_bfs", "khop_rewired")),
+    ("connectivity", "ssm", "node_cc"),
+    *(
+        ("degree", "hybrid", k)
+        for k in ("node", "node_gcn", "khop", "hac_bfs", "khop_rewired")
+    ),
 )
 
 
@@ -83,6 +89,8 @@ def _dataset(task, kind, n_min, n_max, seed, n_graphs) -> dict:
     x = np.zeros((n_graphs, N, L, FEAT) if sub else (n_graphs, N, FEAT), np.float32)
     mask = np.zeros(x.shape[:-1], bool)
     node_mask = np.zeros((n_graphs, N), bool)
+    # the local encoder's adjacency (token order); all zero: no local encoder
+    adj = np.zeros((0 if sub else n_graphs, N, N), np.float32)
     for i, t in enumerate(toks):
         n = len(t["order"])
         if sub:
@@ -90,6 +98,8 @@ def _dataset(task, kind, n_min, n_max, seed, n_graphs) -> dict:
             mask[i, :n, : t["x"].shape[1]] = t["mask"]
         else:
             x[i, :n], mask[i, :n] = t["x"], True
+            if kind in LOCAL_TOKENS:
+                adj[i, :n, :n] = t["adj"]
         node_mask[i, :n] = True
     flags = x[:, :, 0, :2] if sub else x[:, :, :2]
     return {
@@ -97,6 +107,7 @@ def _dataset(task, kind, n_min, n_max, seed, n_graphs) -> dict:
         "mask": torch.from_numpy(mask),
         "query": torch.from_numpy(flags > 0),
         "node_mask": torch.from_numpy(node_mask),
+        "adj": None if sub else torch.from_numpy(adj),
         "y": torch.tensor([g["y"] for g in graphs]),
         "graphs": graphs,
         "orders": [t["order"] for t in toks],
@@ -141,6 +152,8 @@ def train_group(encoder, members, cfg, device="cpu", lr=None, parallel=True) -> 
     xs, ms, qs, nms, ys = (
         _stack(train, k).to(device) for k in ("x", "mask", "query", "node_mask", "y")
     )
+    local = any(k in LOCAL_TOKENS for _, k, _ in members)
+    adjs = _stack(train, "adj").to(device) if local else None  # (M, n, N, N)
     idx = torch.stack(  # minibatches drawn from each member's seed: paired runs
         [
             torch.randint(
@@ -159,7 +172,8 @@ def train_group(encoder, members, cfg, device="cpu", lr=None, parallel=True) -> 
     t0 = time.perf_counter()
     for step in range(cfg.steps):
         i = idx[step].to(device)
-        logits = model(xs[ar, i], ms[ar, i], qs[ar, i], nms[ar, i])  # (M, B, C)
+        adj = None if adjs is None else adjs[ar, i]
+        logits = model(xs[ar, i], ms[ar, i], qs[ar, i], nms[ar, i], adj)  # (M, B, C)
         loss = F.cross_entropy(
             logits.flatten(0, 1), ys[ar, i].flatten(), reduction="sum"
         )
@@ -189,7 +203,9 @@ def predict(model, sets, device="cpu") -> torch.Tensor:
             f"sets: expected {model.m} datasets (one per member), got {len(sets)}"
         )
     model.eval()
-    args = (_stack(sets, k).to(device) for k in ("x", "mask", "query", "node_mask"))
+    args = [_stack(sets, k).to(device) for k in ("x", "mask", "query", "node_mask")]
+    if all(s.get("adj") is not None for s in sets):  # node-level: the local encoder
+        args.append(_stack(sets, "adj").to(device))  # (all-zero adj: none, exactly)
     out = model(*args).argmax(-1).cpu()
     model.train()
     return out

@@ -16,9 +16,19 @@ from lib.common import check_choice, check_int
 #: the generated tasks: pairwise connectivity (global) and node degree (local)
 TASKS = ("connectivity", "degree")
 #: tokenisations; node-level (one sequence over the graph's nodes) ...
-NODE_TOKENS = ("node", "node_dfs", "hac_dfs", "node_nope", "hac_dfs_nope")
+NODE_TOKENS = (
+    "node",
+    "node_dfs",
+    "hac_dfs",
+    "node_nope",
+    "hac_dfs_nope",
+    "node_cc",
+    "node_gcn",
+)
 #: ... and subgraph-level (one short sequence per node)
-SUBGRAPH_TOKENS = ("khop", "hac_bfs", "khop_rewired", "hac_bfs_rewired")
+SUBGRAPH_TOKENS = ("khop", "hac_bfs", "khop_rewired", "hac_bfs_rewired", "khop_hpe")
+#: node-level kinds whose model runs the local encoder (one sum-aggregation GNN layer)
+LOCAL_TOKENS = ("node_gcn",)
 TOKENS = NODE_TOKENS + SUBGRAPH_TOKENS
 DEGREE_CLASSES = 8  # degree labels 0..7 (7 means 7 or more)
 LAP_K = 6  # Laplacian eigenvectors in the node tokens' PE
@@ -132,6 +142,20 @@ def _hops(adj, s) -> np.ndarray:
         dist[nxt] = d
         frontier = nxt
     return dist
+
+
+def components(adj) -> np.ndarray:
+    """The connected-component label of every node, (n,), labels 0.. in order of
+    each component's smallest node."""
+    adj = _check_adj(adj)
+    n = len(adj)
+    label = np.full(n, -1)
+    c = 0
+    for v in range(n):
+        if label[v] < 0:
+            label[_hops(adj, v) < n] = c
+            c += 1
+    return label
 
 
 def laplacian_pe(adj, k: int = LAP_K) -> np.ndarray:
@@ -363,12 +387,17 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
     with ``mask`` ``(n, L)`` (one short sequence per node, in node order).
 
     Every token starts with the query flags [is s, is t]. node: random order +
-    Laplacian PE (random signs); node_dfs: the same tokens in HAC-DFS order; hac_dfs:
-    HAC-DFS order + hierarchical PE; *_nope: the same orders without any PE. khop:
-    balls of radius 0..k; hac_bfs: the node and its ancestor clusters; each subgraph
-    token is [mean flags, size, internal edges, boundary edges]; *_rewired: the same
-    sets and encodings computed on a rewired graph (labels stay those of the true
-    graph)."""
+    Laplacian PE (random signs); node_dfs: the same tokens in HAC-DFS order; node_cc:
+    the same tokens in a component-contiguous order without HAC (components in random
+    order, nodes in random order within each); node_gcn: node's tokens, and ``adj``
+    (n, n) in token order for the model's local encoder; hac_dfs: HAC-DFS order +
+    hierarchical PE; *_nope: the same orders without any PE. khop: balls of radius
+    0..k; hac_bfs: the node and its ancestor clusters; each subgraph token is [mean
+    flags, size, internal edges, boundary edges]; khop_hpe: khop's tokens with the
+    node's hierarchical PE (hac_dfs's) appended to each; *_rewired: the same sets and
+    encodings computed on a rewired graph (labels stay those of the true graph).
+    Node-level kinds also give ``adj``: the adjacency in token order for node_gcn,
+    ``None`` otherwise."""
     kind = check_choice("kind", kind, TOKENS)
     if not isinstance(graph, dict) or any(k not in graph for k in ("adj", "s", "t")):
         raise TypeError(
@@ -384,16 +413,21 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
         x = np.zeros((n, FEAT))
         x[:, :2] = flags
         signs = rng.choice([-1, 1], LAP_K)  # drawn first: node and node_dfs share them
-        if kind in ("node", "node_nope"):
-            order = rng.permutation(n)
+        if kind in ("node", "node_nope", "node_gcn", "node_cc"):
+            order = rng.permutation(n)  # the same draw for the four kinds
+            if kind == "node_cc":  # components in random order, stable within
+                label = components(adj)
+                rank = rng.permutation(label.max() + 1)
+                order = order[np.argsort(rank[label[order]], kind="stable")]
         else:
             children = hac_tree(hac_linkage(affinity_distances(adj)))
             order = dfs_order(children, n)
-        if kind in ("node", "node_dfs"):
+        if kind in ("node", "node_dfs", "node_cc", "node_gcn"):
             x[:, 2 : 2 + LAP_K] = laplacian_pe(adj) * signs
         elif kind == "hac_dfs":
             x[:, 2 : 3 + 2 * HIER_DEPTH] = hierarchical_pe(children, order, n)
-        return {"x": x[order], "order": order}
+        local = adj[np.ix_(order, order)] if kind in LOCAL_TOKENS else None
+        return {"x": x[order], "order": order, "adj": local}
     struct = rewire(adj, rng) if kind.endswith("rewired") else adj
     if kind.startswith("khop"):
         sets = khop_sets(struct)
@@ -411,4 +445,8 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
     size = np.maximum(S.sum(-1, keepdims=True), 1)
     x[..., :2] = S @ flags / size  # mean flags
     x[..., 2:5] = subgraph_encodings(struct, S.reshape(n * L, n)).reshape(n, L, 3)
+    if kind == "khop_hpe":  # the node's hierarchical PE on each of its tokens
+        children = hac_tree(hac_linkage(affinity_distances(adj)))
+        pe = hierarchical_pe(children, dfs_order(children, n), n)  # (n, 5)
+        x[..., 5 : 6 + 2 * HIER_DEPTH] = pe[:, None, :]
     return {"x": x * mask[..., None], "mask": mask, "order": np.arange(n)}

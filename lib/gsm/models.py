@@ -157,15 +157,18 @@ class Attention(nn.Module):
 
 
 class GSM(nn.Module):
-    """A stack of M graph sequence models: token embedding → global encoder →
-    readout.
+    """A stack of M graph sequence models: token embedding → local encoder → global
+    encoder → readout.
 
-    ``forward(x, mask, query, node_mask)``: node-level tokens ``x`` (M, B, N, F) with
-    ``mask`` (M, B, N); or subgraph tokens ``x`` (M, B, N, L, F) with ``mask``
-    (M, B, N, L), which the encoder runs as B·N short sequences and averages per node.
-    ``query`` (M, B, N, 2) marks the query tokens s and t, ``node_mask`` (M, B, N) the
-    real nodes. Readout: [mean over nodes, s's token, t's token] → MLP → logits
-    (M, B, classes).
+    ``forward(x, mask, query, node_mask, adj=None)``: node-level tokens ``x``
+    (M, B, N, F) with ``mask`` (M, B, N); or subgraph tokens ``x`` (M, B, N, L, F)
+    with ``mask`` (M, B, N, L), which the encoder runs as B·N short sequences and
+    averages per node. ``query`` (M, B, N, 2) marks the query tokens s and t,
+    ``node_mask`` (M, B, N) the real nodes. Local encoder (node-level tokens, when
+    ``adj`` (M, B, N, N) in token order is given): one sum-aggregation GNN layer,
+    h_v ← h_v + W Σ_{u ~ v} h_u (GIN-style; a member given an all-zero ``adj`` runs
+    without it, exactly). Readout: [mean over nodes, s's token, t's token] → MLP →
+    logits (M, B, classes).
     """
 
     def __init__(self, m, encoder, feat, d=32, classes=8, parallel=True):
@@ -181,20 +184,31 @@ class GSM(nn.Module):
         )
         self.norm = SLayerNorm(m, d)
         self.head1, self.head2 = SLinear(m, 3 * d, d), SLinear(m, d, classes)
+        # created last: the other weights draw the same initial values as without it
+        self.local = SLinear(m, d, d, bias=False)
 
-    def encode(self, x, mask):
+    def encode(self, x, mask, adj=None):
         h = self.embed(x) * mask[..., None]
+        if adj is not None:  # local encoder: h_v + W Σ_{u~v} h_u, (M, B, N, D)
+            h = h + self.local(adj @ h) * mask[..., None]
         for layer in self.layers:
             h = layer(h, mask) * mask[..., None]
         return self.norm(h) * mask[..., None]
 
-    def forward(self, x, mask, query, node_mask):
+    def forward(self, x, mask, query, node_mask, adj=None):
         x = check_tensor("x", x, floating=True)
         if x.ndim not in (4, 5) or x.shape[0] != self.m:
             raise ValueError(
                 f"x: expected (M={self.m}, B, N, F) or (M, B, N, L, F), got "
                 f"{tuple(x.shape)}"
             )
+        if adj is not None:
+            if x.ndim != 4:
+                raise ValueError(
+                    "adj: expected None with subgraph tokens (the local encoder runs "
+                    f"on node-level tokens), got a tensor with x {tuple(x.shape)}"
+                )
+            check_tensor("adj", adj, shape=x.shape[:3] + x.shape[2:3], floating=True)
         mask = mask.bool()
         if x.ndim == 5:  # subgraph tokens: B·N sequences of length L
             M, B, N, L, Fe = x.shape
@@ -202,7 +216,7 @@ class GSM(nn.Module):
             cnt = mask.reshape(M, B * N, L, 1).sum(2).clamp_min(1)
             h = (h.sum(2) / cnt).reshape(M, B, N, -1)  # (M, B, N, D)
         else:
-            h = self.encode(x, mask)  # (M, B, N, D)
+            h = self.encode(x, mask, adj)  # (M, B, N, D)
         nm = node_mask.float()[..., None]
         mean = (h * nm).sum(2) / nm.sum(2).clamp_min(1)
         qs = (h * query[..., 0:1].float()).sum(2)  # the s token, (M, B, D)
