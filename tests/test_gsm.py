@@ -241,7 +241,9 @@ def test_new_tokenisations_known_properties():
         )
         o = toks["node_gcn"]["order"]
         np.testing.assert_array_equal(toks["node_gcn"]["adj"], adj[np.ix_(o, o)])
-        np.testing.assert_array_equal(toks["node_gcn"]["x"], toks["node"]["x"])
+        gx = toks["node_gcn"]["x"]
+        np.testing.assert_array_equal(gx[:, :8], toks["node"]["x"][:, :8])
+        assert (gx[:, 8] == 1).all() and (toks["node"]["x"][:, 8] == 0).all()
         assert toks["node"]["adj"] is None
         hac = toks["hac_dfs"]
         pe = np.empty((n, 5))

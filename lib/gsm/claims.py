@@ -14,18 +14,22 @@ picked from :data:`lib.gsm.tune.RATES` by the mean test accuracy over the whole 
 claim's expected verdict is its verdict on the tuning seeds at that rate.
 
 The claims are stated so that the compared models differ in one ingredient, not in
-whether the tokens carry the answer: HAC-DFS is compared with k-hop tokens *given the
-same hierarchical PE* (that PE names each node's component, and so the connectivity
-answer); subgraph tokens are compared on degree with node tokens that have a *local
-GNN encoder* (without one, node tokens cannot see a degree at all); the DFS order is
-compared with a *component-contiguous order without HAC* (an order the SSM can see
-that carries no HAC information); the hybrid is compared with its two halves on
-*node tokens*, where no model is at the ceiling. The margins (0.10, 0.02, 0.20, 0.10)
-were fixed before these statistics were computed on any seed.
+whether the tokens carry the answer: subgraph tokens are compared on degree with node
+tokens that have a *local GNN encoder* and a constant input channel (without them, node
+tokens cannot see a degree at all); the DFS order is compared with a
+*component-contiguous order without HAC* (an order the SSM can see that carries no
+HAC information); the hybrid is compared with its two halves on *node tokens*, where no
+model is at the ceiling. HAC-DFS against k-hop tokens is not judged: on connectivity the
+hierarchical PE names each node's component, so HAC-DFS tokens, and k-hop tokens given
+that PE, answer every test graph by a lookup (the comparison cannot fail one way without
+the PE, nor pass with it). The margins (0.02, 0.20, 0.10) were set before these
+statistics were computed; the node-token accuracies that hybrid-best compares were
+already known from the chapter's grid.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -44,15 +48,10 @@ _ACC = "test accuracy difference (paired, same graphs), "
 CLAIMS = (
     Claim(
         "global-hac-vs-khop",
-        "on a global task (connectivity) HAC-DFS tokens beat k-hop tokens, both "
-        "given the same hierarchical PE",
+        "on a global task (connectivity) HAC-DFS tokens beat k-hop tokens",
         paper="hybrid: HAC-DFS 90.7/91.4 vs k-hop about 70 (connectivity accuracy)",
         where="Table 1 (GraphQA tasks; the k-hop figure second-hand, approximate)",
-        statistic=_ACC + "hybrid + HAC-DFS − hybrid + k-hop with HAC-DFS's PE, "
-        "connectivity",
-        rule=Rule.at_least(0.1),
-        control="node tokens with neither the HAC order nor any PE in HAC-DFS's place",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "global-node-vs-khop",
@@ -74,6 +73,7 @@ CLAIMS = (
         "random order; below ceiling), connectivity",
         rule=Rule.at_least(0.02),
         control="the hybrid given node tokens without their PE",
+        fmt=".3f",
         expect="not reproduced",
     ),
     Claim(
@@ -87,7 +87,7 @@ CLAIMS = (
         "sum-aggregation GNN layer, degree",
         rule=Rule.at_least(0.2),
         control="k-hop tokens computed on a rewired graph (same n and edge count)",
-        expect="partly reproduced",
+        expect="not reproduced",
     ),
     Claim(
         "order-helps-ssm",
@@ -145,10 +145,6 @@ def measure_from_grid(acc: dict) -> dict:
         return min(a(d + "hybrid/" + khop, s), a(d + "hybrid/hac_bfs", s))
 
     rules = {
-        "global-hac-vs-khop": (
-            lambda s: a(c + "hybrid/hac_dfs", s) - a(c + "hybrid/khop_hpe", s),
-            lambda s: a(c + "hybrid/node_nope", s) - a(c + "hybrid/khop_hpe", s),
-        ),
         "global-node-vs-khop": (
             lambda s: a(c + "hybrid/node", s) - a(c + "hybrid/khop", s),
             lambda s: a(c + "hybrid/node_nope", s) - a(c + "hybrid/khop", s),
@@ -191,5 +187,6 @@ def measure_claims(cfg, seeds, device="cpu", grid: dict | None = None) -> dict:
 
 def judge(measured: dict) -> list:
     """:func:`lib.common.claims.evaluate` for every claim of the chapter (untested ones
-    included)."""
-    return judge_all(CLAIMS, measured)
+    included); every statistic is a paired difference (same seed, graphs, initial
+    weights and minibatches)."""
+    return [dataclasses.replace(r, paired=True) for r in judge_all(CLAIMS, measured)]

@@ -192,9 +192,10 @@ def affinity_distances(adj, rng=None) -> np.ndarray:
 
 def hac_linkage(dist) -> np.ndarray:
     """Single-linkage HAC restricted to the graph's edges (Kruskal with union-find; the
-    same tree as affinity clustering's Borůvka rounds for distinct affinities), in
-    SciPy's linkage format ``(n - 1, 4)``: [child a, child b, height, size]. The
-    components of the graph are joined last, at height ``inf``, in index order."""
+    same minimum spanning tree as affinity clustering's Borůvka rounds, but a binary
+    hierarchy whose clusters can differ from the rounds'), in SciPy's linkage format
+    ``(n - 1, 4)``: [child a, child b, height, size]. The components of the graph are
+    joined last, at height ``inf``, in index order."""
     if not isinstance(dist, np.ndarray):
         raise TypeError(f"dist: expected a numpy array, got {type(dist).__name__}")
     if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] < 2:
@@ -389,8 +390,9 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
     Every token starts with the query flags [is s, is t]. node: random order +
     Laplacian PE (random signs); node_dfs: the same tokens in HAC-DFS order; node_cc:
     the same tokens in a component-contiguous order without HAC (components in random
-    order, nodes in random order within each); node_gcn: node's tokens, and ``adj``
-    (n, n) in token order for the model's local encoder; hac_dfs: HAC-DFS order +
+    order, nodes in random order within each); node_gcn: node's tokens plus a constant
+    channel (so that the local sum over neighbours counts them), and ``adj`` (n, n) in
+    token order for the model's local encoder; hac_dfs: HAC-DFS order +
     hierarchical PE; *_nope: the same orders without any PE. khop: balls of radius
     0..k; hac_bfs: the node and its ancestor clusters; each subgraph token is [mean
     flags, size, internal edges, boundary edges]; khop_hpe: khop's tokens with the
@@ -424,6 +426,8 @@ def tokenize(graph: dict, kind: str, rng) -> dict:
             order = dfs_order(children, n)
         if kind in ("node", "node_dfs", "node_cc", "node_gcn"):
             x[:, 2 : 2 + LAP_K] = laplacian_pe(adj) * signs
+        if kind in LOCAL_TOKENS:  # a constant channel: the neighbour sum counts degree
+            x[:, 2 + LAP_K] = 1.0
         elif kind == "hac_dfs":
             x[:, 2 : 3 + 2 * HIER_DEPTH] = hierarchical_pe(children, order, n)
         local = adj[np.ix_(order, order)] if kind in LOCAL_TOKENS else None
