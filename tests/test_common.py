@@ -257,3 +257,15 @@ def test_load_mnist():
     )
     with pytest.raises(ValueError, match="split"):
         C.load_mnist("dev")
+
+
+def test_check_record_names_the_argument_and_the_missing_keys():
+    from lib.common import check_record
+
+    rec = {"a": 1, "b": 2}
+    assert check_record("r", rec, ("a",), "f's dict") is rec
+    with pytest.raises(TypeError, match=r"r: expected f's dict, got list"):
+        check_record("r", [], ("a",), "f's dict")
+    missing = r"r: expected f's dict, got a dict without \['c'\]"
+    with pytest.raises(ValueError, match=missing):
+        check_record("r", rec, ("a", "c"), "f's dict")

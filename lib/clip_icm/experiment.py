@@ -28,6 +28,7 @@ from lib.common import (
     check_nonnegative,
     check_numbers,
     check_positive,
+    check_record,
     make_generator,
 )
 from lib.common.claims import seed_list
@@ -72,18 +73,8 @@ def _check_cfg(cfg):
     return cfg
 
 
-def _check_record(name: str, value, keys, what: str) -> dict:
-    """A dict with ``keys`` (the record ``what`` of another function)."""
-    if not isinstance(value, dict):
-        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise ValueError(f"{name}: expected {what}, got a dict without {missing}")
-    return value
-
-
 def _check_prep(prep) -> dict:
-    return _check_record(
+    return check_record(
         "prep", prep, ("parts", "order", "text", "readout"), "prepare_seed's dict"
     )
 
@@ -180,7 +171,7 @@ def fold_data(prep: dict, test: int, n_pairs: int | None = None) -> dict:
 def probe_scores(f: dict, basis: torch.Tensor | None, C: float) -> dict:
     """ID/OOD accuracy of a probe (and of zero-shot) in the span of ``basis`` (None:
     the raw embedding)."""
-    _check_record("f", f, _FOLD_KEYS, "fold_data's dict")
+    check_record("f", f, _FOLD_KEYS, "fold_data's dict")
     if basis is not None:
         _check_basis("basis", basis, f["z"].shape[1])
     check_positive("C", C)

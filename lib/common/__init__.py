@@ -49,6 +49,7 @@ from .checks import (
     check_finite,
     check_generator,
     check_instance,
+    check_record,
     check_int,
     check_nonnegative,
     check_numbers,
@@ -88,6 +89,7 @@ __all__ = [
     "check_bool",
     "check_choice",
     "check_instance",
+    "check_record",
     "check_generator",
     "check_numbers",
 ]

@@ -132,6 +132,17 @@ def check_instance(name: str, value, cls, what: str | None = None):
     return value
 
 
+def check_record(name: str, value, keys, what: str) -> dict:
+    """Check that ``value`` is a dict with every key of ``keys`` (the record ``what``
+    that another function returns); return it."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name}: expected {what}, got a dict without {missing}")
+    return value
+
+
 def check_generator(name: str, value, allow_none: bool = True):
     """Check that ``value`` is a ``torch.Generator`` (or ``None`` when allowed); return
     it."""

@@ -11,6 +11,7 @@ from lib.common import (
     check_instance,
     check_int,
     check_positive,
+    check_record,
     check_tensor,
     make_generator,
     seeded_init,
@@ -42,30 +43,18 @@ from .models import (
 )
 
 
-def _check_record(name: str, value, keys, what: str) -> dict:
-    """A dict with ``keys`` (the record ``what`` of another function)."""
-    if not isinstance(value, dict):
-        raise TypeError(f"{name}: expected {what}, got {type(value).__name__}")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise ValueError(f"{name}: expected {what}, got a dict without {missing}")
-    return value
-
-
 _BACKBONE_KEYS = ("vocab", "enc", "lm", "mu", "sd")
 _PREP_KEYS = _BACKBONE_KEYS + ("train", "test", "h_train", "h_test", "qa_test")
 
 
 def _check_prep(prep) -> dict:
-    return _check_record("prep", prep, _PREP_KEYS, "prepare_seed's dict")
+    return check_record("prep", prep, _PREP_KEYS, "prepare_seed's dict")
 
 
 def _check_backbone(backbone) -> dict | None:
     if backbone is None:
         return None
-    return _check_record(
-        "backbone", backbone, _BACKBONE_KEYS, "prepare_backbone's dict"
-    )
+    return check_record("backbone", backbone, _BACKBONE_KEYS, "prepare_backbone's dict")
 
 
 def _check_bridge(bridge) -> torch.nn.Module:
@@ -289,7 +278,7 @@ def train_bridges(jobs, cfg, device="cpu"):
                 f"{job!r:.60}"
             )
         check_choice(f"jobs[{i}]", job[0], BRIDGES)
-        _check_record(f"jobs[{i}]", job[1], _PREP_KEYS, "prepare_seed's dict")
+        check_record(f"jobs[{i}]", job[1], _PREP_KEYS, "prepare_seed's dict")
         check_int(f"jobs[{i}]", job[2], 0)
         if job[3] is not None:
             check_positive(f"jobs[{i}]", job[3])
@@ -470,7 +459,7 @@ def score_facts(prep) -> dict:
     the series into the right words."""
     from .data import describe
 
-    _check_record("prep", prep, _PREP_KEYS + ("test_units",), "prepare_seed's dict")
+    check_record("prep", prep, _PREP_KEYS + ("test_units",), "prepare_seed's dict")
     vocab, qa = prep["vocab"], prep["qa_test"]
     n_slots = int(prep["test"]["slot"].sum())
     q_len = prep["test"]["question"].shape[1]
