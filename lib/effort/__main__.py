@@ -24,10 +24,9 @@ def _pretrain(argv) -> int:
     t0 = time.perf_counter()
     state = pretrain(PRETRAIN, dev)
     path = save_foundation(state, args.out, provenance(dev, time.perf_counter() - t0))
-    print(
+    sys.stderr.write(  # the command's status line (the CLI, not library output)
         f"effort: foundation model -> {path} (pretext accuracy "
-        f"{state['pretext_accuracy']:.3f}, AE mse {state['ae_mse']:.4f})",
-        file=sys.stderr,
+        f"{state['pretext_accuracy']:.3f}, AE mse {state['ae_mse']:.4f})\n"
     )
     return 0
 
