@@ -4666,8 +4666,14 @@ def _cases_memorization():
                 ema=0.9,
                 checkpoints=(1,),
                 fresh=[False],
+                sizes=[5],
             ),
-            {"sigma_n": "seq_nonnegf", "ema": "prob", "checkpoints": "seq_count"},
+            {
+                "sigma_n": "seq_nonnegf",
+                "ema": "prob",
+                "checkpoints": "seq_count",
+                "sizes": "seq_count",
+            },
             ("checkpoints:empty",),  # no checkpoint to keep is valid
         ),
         Case(ch, "DigitNet", Mz.DigitNet, lambda: dict()),
@@ -4730,6 +4736,14 @@ def _cases_memorization():
             Mz.run_seeds,
             lambda: dict(cfg=TINY, seeds=(0,), device="cpu"),
             {"cfg": "obj", "seeds": "seq_nonneg"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "run_sizes",
+            Mz.run_sizes,
+            lambda: dict(cfg=TINY, seed=0, sizes=(2, 3), device="cpu"),
+            {"cfg": "obj", "seed": "nonneg", "sizes": "seq_count"},
             baseline=False,
         ),
         Case(

@@ -282,6 +282,59 @@ def test_train_ensemble_bad_inputs():
         Mz.train_ensemble(m, x, x, [0.1, 0.1], [True], **kw)
 
 
+def test_ragged_sizes_ignore_the_padding():
+    """``sizes``: model m never reads rows past sizes[m] (what fills them does not
+    matter), and sizes equal to N is the plain path bit for bit."""
+    x = torch.randn(2, 6, 4, generator=_g(3))
+    y = x + 0.5 * torch.randn(2, 6, 4, generator=_g(4))
+
+    def train(x, y, sizes):
+        m = Mz.EnsembleMLP([0, 1], dim=4, width=8, depth=1)
+        out, _ = Mz.train_ensemble(
+            m, x, y, [0.5, 0.0], [True, True], steps=6, batch=4, lr=1e-2,
+            generator=_g(5), sizes=sizes,
+        )  # fmt: skip
+        return [p.detach().clone() for p in out.parameters()]
+
+    x2, y2 = x.clone(), y.clone()
+    x2[0, 3:], y2[0, 3:] = 7.0, -7.0  # model 0's padding
+    a, b = train(x, y, [3, 6]), train(x2, y2, [3, 6])
+    assert all(torch.equal(p[0], q[0]) for p, q in zip(a, b))  # model 0 unchanged
+    assert all(
+        torch.equal(p, q) for p, q in zip(train(x, y, None), train(x, y, [6, 6]))
+    )
+    with pytest.raises(ValueError, match="^sizes: expected sizes <= N = 6"):
+        train(x, y, [3, 7])
+    with pytest.raises(ValueError, match="^sizes: expected 2 ints"):
+        train(x, y, [3])
+    with pytest.raises(TypeError, match="^sizes: expected 2 ints"):
+        train(x, y, 3)
+
+
+def test_run_sizes_shrunk():
+    """The size sweep: nested training sets, one result per N with EDM, the method at
+    σ_n and the fully ambient model; bad sizes are refused."""
+    out = Mz.run_sizes(TINY, 0, (4, 8))
+    assert set(out) == {4, 8}
+    names = ["edm", "ambient_0.5", "fully_ambient"]
+    for n, run in out.items():
+        assert [v[0] for v in run["variants"]] == names
+        assert run["train"][0].shape == (n, 64)
+        assert set(run["scores"][0]) == set(names)
+        for per in run["scores"][0].values():
+            assert list(per) == run["checkpoints"]
+            assert all(math.isfinite(sc["fd"]) for sc in per.values())
+        assert run["prep"][0]["train"] is run["train"][0]
+    assert torch.equal(out[8]["train"][0][:4], out[4]["train"][0])  # nested
+    assert torch.equal(out[4]["train"][0], Mz.prepare_seed(TINY, 0, 4)["train"])
+    with pytest.raises(ValueError, match="^sizes: expected sizes <= n_pool/2"):
+        Mz.run_sizes(TINY, 0, (4, 30))
+    with pytest.raises(ValueError, match="^sizes: expected distinct"):
+        Mz.run_sizes(TINY, 0, (4, 4))
+    with pytest.raises(TypeError, match="^sizes: expected a non-empty tuple"):
+        Mz.run_sizes(TINY, 0, ())
+
+
 # --- FULL path, claims, CLI, CUDA ---
 
 

@@ -49,7 +49,8 @@ from .diffusion import (
     sampling_sigmas,
     train_ensemble,
 )
-from .experiment import checkpoints, prepare_seed, run_experiment, run_seeds, score
+from .experiment import checkpoints, prepare_seed, run_experiment, run_seeds, run_sizes
+from .experiment import score
 from .experiment import variants
 
 
@@ -138,6 +139,7 @@ __all__ = [
     "prepare_seed",
     "score",
     "run_seeds",
+    "run_sizes",
     "run_experiment",
     "CLAIMS",
     "NOTEBOOK_SEEDS",

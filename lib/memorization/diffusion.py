@@ -304,6 +304,7 @@ def train_ensemble(
     ema: float = 0.999,
     checkpoints=(),
     fresh=None,
+    sizes=None,
 ):
     """Adam on the sum over models of each model's mean :func:`ambient_loss`.
 
@@ -311,7 +312,9 @@ def train_ensemble(
     ``clean_low`` (M,) bools: False for a model that never sees clean data (its σ is
     drawn conditioned on σ ≥ σ_n). ``fresh`` (M,) bools, default all False: True for
     a model whose noisy copies are redrawn at every step, y = x + σ_n η_fresh (the
-    ablation of the fixed copy). Batches and noise are drawn on the CPU from
+    ablation of the fixed copy). ``sizes`` (M,) ints, default all N: model m trains on
+    the first ``sizes[m]`` rows of x[m], y[m] only (training sets of several sizes in
+    one ensemble, zero-padded to N). Batches and noise are drawn on the CPU from
     ``generator``. Returns ``(ema_model, {step: ema state_dict})`` for ``checkpoints``.
     """
     check_instance("model", model, EnsembleMLP)
@@ -340,6 +343,16 @@ def train_ensemble(
     if len(fresh) != M:
         raise ValueError(f"fresh: expected {M} bools, got {len(fresh)}")
     fresh_t = torch.tensor(fresh).view(M, 1, 1).to(x.device)
+    if sizes is not None:
+        if not isinstance(sizes, (list, tuple)):
+            raise TypeError(f"sizes: expected {M} ints, got {type(sizes).__name__}")
+        if len(sizes) != M:
+            raise ValueError(f"sizes: expected {M} ints, got {len(sizes)}")
+        sizes = [check_int("sizes", n, 1) for n in sizes]
+        if max(sizes) > N:
+            raise ValueError(f"sizes: expected sizes <= N = {N}, got {max(sizes)}")
+    ragged = sizes is not None and min(sizes) < N
+    n_rows = torch.tensor(sizes if ragged else [N] * M).view(M, 1)  # (M, 1)
     steps, batch = check_int("steps", steps, 1), check_int("batch", batch, 1)
     lr = check_positive("lr", lr)
     ema = check_probability("ema", ema)
@@ -353,12 +366,18 @@ def train_ensemble(
     )
     dev = x.device
     floor = torch.where(clean, torch.zeros(M), sn).view(M, 1)  # (M, 1)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    # foreach: one multi-tensor Adam update per step (the same arithmetic as the
+    # per-tensor loop, bit for bit on the CPU; about 1.5x faster here)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
     ema_model = _clone(model)
     sn_dev, saved = sn.to(dev), {}
     rows = torch.arange(M).view(M, 1)
     for k in range(1, steps + 1):
-        idx = torch.randint(N, (M, batch), generator=generator)  # (M, B)
+        if ragged:  # a uniform row among model m's first sizes[m]
+            u = torch.rand((M, batch), generator=generator)
+            idx = (u * n_rows).long().clamp_max(n_rows - 1)  # (M, B)
+        else:
+            idx = torch.randint(N, (M, batch), generator=generator)  # (M, B)
         sigma = sample_sigma((M, batch), floor, generator).to(dev)  # (M, B)
         eps = torch.randn(M, batch, D, generator=generator).to(dev)
         xb, yb = x[rows, idx], y[rows, idx]  # (M, B, D)

@@ -60,30 +60,46 @@ def prepare_seed(cfg, seed: int, n_train: int | None = None) -> dict:
     one seed."""
     _check_cfg(cfg)
     n = cfg.n_train if n_train is None else check_int("n_train", n_train, 2)
-    d = load_digits_split(seed, n_pool=cfg.n_pool, n_heldout=cfg.n_heldout)
-    if 2 * n > cfg.n_pool:
-        raise ValueError(f"n_train: expected <= n_pool/2 = {cfg.n_pool // 2}, got {n}")
-    fnet = train_feature_net(d["clf"], d["clf_y"], 20_000 + seed, cfg.clf_steps)
-    train, decoy = d["pool"][:n], d["pool"][n : 2 * n]  # disjoint real sets of size N
-    f_train, f_decoy, f_held = (
-        fnet.features(train),
-        fnet.features(decoy),
-        fnet.features(d["heldout"]),
-    )
-    q = cfg.quantile
-    return {
-        "train": train,
-        "decoy": decoy,
-        "heldout": d["heldout"],
-        "fnet": fnet,
-        "f_train": f_train,
-        "f_decoy": f_decoy,
-        "f_held": f_held,
-        # 99th percentile of held-out → train nearest similarity: a generalising
-        # model's samples exceed it 1 % of the time
-        "thr": float(torch.quantile(nearest_similarity(f_held, f_train), q)),
-        "thr_decoy": float(torch.quantile(nearest_similarity(f_held, f_decoy), q)),
-    }
+    return _prepare(cfg, seed, (n,))[n]
+
+
+_SPLITS: dict = {}  # (seed, n_pool, n_heldout, clf_steps) -> (data split, feature net)
+
+
+def _prepare(cfg, seed: int, sizes: tuple) -> dict:
+    """:func:`prepare_seed` for several training-set sizes of one seed ({N: prep}):
+    one data split and one feature net; the training set of size N is the first N
+    images of the pool, the decoy set the next N."""
+    if 2 * max(sizes) > cfg.n_pool:
+        raise ValueError(
+            f"n_train: expected <= n_pool/2 = {cfg.n_pool // 2}, got {max(sizes)}"
+        )
+    key = (seed, cfg.n_pool, cfg.n_heldout, cfg.clf_steps)
+    if key not in _SPLITS:  # the split and feature net of a seed, computed once
+        if len(_SPLITS) >= 32:
+            _SPLITS.clear()
+        d = load_digits_split(seed, n_pool=cfg.n_pool, n_heldout=cfg.n_heldout)
+        fnet = train_feature_net(d["clf"], d["clf_y"], 20_000 + seed, cfg.clf_steps)
+        _SPLITS[key] = (d, fnet)
+    d, fnet = _SPLITS[key]
+    f_held, q, out = fnet.features(d["heldout"]), cfg.quantile, {}
+    for n in sizes:
+        train, decoy = d["pool"][:n], d["pool"][n : 2 * n]  # disjoint real sets of N
+        f_train, f_decoy = fnet.features(train), fnet.features(decoy)
+        out[n] = {
+            "train": train,
+            "decoy": decoy,
+            "heldout": d["heldout"],
+            "fnet": fnet,
+            "f_train": f_train,
+            "f_decoy": f_decoy,
+            "f_held": f_held,
+            # 99th percentile of held-out → train nearest similarity: a generalising
+            # model's samples exceed it 1 % of the time
+            "thr": float(torch.quantile(nearest_similarity(f_held, f_train), q)),
+            "thr_decoy": float(torch.quantile(nearest_similarity(f_held, f_decoy), q)),
+        }
+    return out
 
 
 def score(samples: torch.Tensor, prep: dict) -> dict:
@@ -122,50 +138,114 @@ def run_seeds(
     """
     _check_cfg(cfg)
     seeds = seed_list(seeds)
-    var, cps = variants(cfg), checkpoints(cfg)
+    var = variants(cfg)
     preps = {s: prepare_seed(cfg, s, n_train) for s in seeds}
-    xs, ys, sn, clean, fresh, init = [], [], [], [], [], []
+    models = []
     for s in seeds:
         g = torch.Generator().manual_seed(30_000 + s)
         eta = torch.randn(preps[s]["train"].shape, generator=g)  # one fixed copy each
-        for j, (_, sig, cl, fr) in enumerate(var):
-            xs.append(preps[s]["train"])
-            ys.append(preps[s]["train"] + sig * eta)  # y = x + σ_n η, eq. (3)
-            sn.append(sig)
-            clean.append(cl)
-            fresh.append(fr)
-            init.append(100 * s + j)
-    x, y = torch.stack(xs).to(device), torch.stack(ys).to(device)  # (M, N, 64)
+        models += [(preps[s], eta, v, 100 * s + j) for j, v in enumerate(var)]
+    cps, sc, smp = _train_and_score(cfg, models, seeds[0], device)
+    res = {"variants": var, "checkpoints": list(cps), "scores": {}}
+    for i, s in enumerate(seeds):
+        ms = range(i * len(var), (i + 1) * len(var))
+        res["scores"][s] = {v[0]: sc[m] for v, m in zip(var, ms)}
+        if keep_samples:  # 16 samples per checkpoint (the widget's)
+            res.setdefault("samples", {})[s] = {v[0]: smp[m] for v, m in zip(var, ms)}
+            res.setdefault("train", {})[s] = preps[s]["train"]
+    return res
+
+
+def _train_and_score(cfg, models: list, seed0: int, device) -> tuple:
+    """Train ``models`` [(prep, η (N_m, 64), variant, init seed)] as one ensemble
+    (training sets zero-padded to the largest N_m) and score each at every checkpoint.
+    Returns (checkpoints, [{step: score}], [{step: (16, 64) samples}]) per model."""
+    cps = checkpoints(cfg)
+    sizes = [len(p["train"]) for p, *_ in models]
+    pad = [(0, 0, 0, max(sizes) - n) for n in sizes]  # zero rows below each set
+    x = torch.stack(
+        [torch.nn.functional.pad(p["train"], q) for (p, *_), q in zip(models, pad)]
+    ).to(device)  # (M, N_max, 64)
+    y = torch.stack(
+        [
+            torch.nn.functional.pad(p["train"] + v[1] * eta, q)  # y = x + σ_n η, (3)
+            for (p, eta, v, _), q in zip(models, pad)
+        ]
+    ).to(device)  # (M, N_max, 64)
+    sn = [v[1] for _, _, v, _ in models]
+    clean = [v[2] for _, _, v, _ in models]
+    init = [i for *_, i in models]
     model = EnsembleMLP(init, width=cfg.width, depth=cfg.depth).to(device)
-    g = torch.Generator().manual_seed(40_000 + seeds[0])
+    g = torch.Generator().manual_seed(40_000 + seed0)
     _, saved = train_ensemble(
         model, x, y, sn, clean, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-        generator=g, ema=cfg.ema, checkpoints=cps, fresh=fresh,
+        generator=g, ema=cfg.ema, checkpoints=cps,
+        fresh=[v[3] for _, _, v, _ in models], sizes=sizes,
     )  # fmt: skip
     stop = [0.002 if cl else max(sig, 0.002) for sig, cl in zip(sn, clean)]
     sig = sampling_sigmas(cfg.sample_steps, stop, device=device)  # (M, steps + 1)
-    gz = torch.Generator().manual_seed(50_000 + seeds[0])
+    gz = torch.Generator().manual_seed(50_000 + seed0)
     z = (
         torch.randn(len(sn), cfg.n_samples, 64, generator=gz).to(device)
         * sig[:, :1, None]
     )
-    scores = {s: {v[0]: {} for v in var} for s in seeds}
-    samples = {s: {} for s in seeds}
+    scores, samples = [{} for _ in models], [{} for _ in models]
     ema = EnsembleMLP(init, width=cfg.width, depth=cfg.depth).to(device)
     for k in cps:
         ema.load_state_dict(saved[k])
         out = heun_sample(ema.denoise, z, sig)  # (M, n, 64)
-        for i, s in enumerate(seeds):
-            for j, v in enumerate(var):
-                m = i * len(var) + j
-                scores[s][v[0]][k] = score(out[m], preps[s])
-                if keep_samples:  # 16 samples per checkpoint (the widget's)
-                    samples[s].setdefault(v[0], {})[k] = out[m, :16].cpu()
-    res = {"variants": var, "checkpoints": list(cps), "scores": scores}
-    if keep_samples:
-        res["samples"] = samples
-        res["train"] = {s: preps[s]["train"] for s in seeds}
-    return res
+        for m, (prep, *_) in enumerate(models):
+            scores[m][k] = score(out[m], prep)
+            samples[m][k] = out[m, :16].cpu()
+    return cps, scores, samples
+
+
+def run_sizes(cfg, seed: int, sizes, device="cpu") -> dict:
+    """The training-set-size sweep of one seed: EDM, the method at ``cfg.sigma_n`` and
+    the fully ambient model at ``cfg.sigma_n``, each on training sets of every N in
+    ``sizes`` (nested: the first N images of the seed's pool), trained together as one
+    ensemble and scored as in :func:`run_seeds`.
+
+    Returns ``{N: run_seeds-like result}`` with samples kept, plus ``"prep"`` ({seed:
+    the :func:`prepare_seed` dict at N}). A variant starts from the same weights at
+    every N. The batches differ from the main run's, so the run at N = ``cfg.n_train``
+    differs from it as another training seed would.
+    """
+    import dataclasses
+
+    _check_cfg(cfg)
+    seed = check_int("seed", seed, 0)
+    if not isinstance(sizes, (list, tuple)) or not sizes:
+        raise TypeError(f"sizes: expected a non-empty tuple of ints, got {sizes!r}")
+    sizes = tuple(check_int("sizes", n, 2) for n in sizes)
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"sizes: expected distinct sizes, got {sizes!r}")
+    if max(sizes) > cfg.n_pool // 2:
+        raise ValueError(
+            f"sizes: expected sizes <= n_pool/2 = {cfg.n_pool // 2}, got {max(sizes)}"
+        )
+    sweep = dataclasses.replace(
+        cfg, sigma_ns=(cfg.sigma_n,), fresh_control=False, fully_ambient=True
+    )
+    var, preps = variants(sweep), _prepare(sweep, seed, sizes)
+    models = []
+    for n in sizes:
+        g = torch.Generator().manual_seed(30_000 + seed)
+        eta = torch.randn(preps[n]["train"].shape, generator=g)  # as run_seeds at N
+        models += [(preps[n], eta, v, 100 * seed + j) for j, v in enumerate(var)]
+    cps, sc, smp = _train_and_score(sweep, models, seed, device)
+    out = {}
+    for i, n in enumerate(sizes):
+        ms = range(i * len(var), (i + 1) * len(var))
+        out[n] = {
+            "variants": var,
+            "checkpoints": list(cps),
+            "scores": {seed: {v[0]: sc[m] for v, m in zip(var, ms)}},
+            "samples": {seed: {v[0]: smp[m] for v, m in zip(var, ms)}},
+            "train": {seed: preps[n]["train"]},
+            "prep": {seed: preps[n]},
+        }
+    return out
 
 
 def run_experiment(cfg, device=None) -> dict:
