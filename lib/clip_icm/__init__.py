@@ -17,7 +17,9 @@ Key equation (Z: n image embeddings; Δ = f_I(x) − f_I(x̃) for m intervention
     regression on f_I(x) A_inv.
 
 Modules: :mod:`.data` (styled MNIST domains, a style readout set, captions,
-interventions), :mod:`.model` (a small CLIP and its contrastive training), :mod:`.icm`
+interventions), :mod:`.model` (a small CLIP and its contrastive training),
+:mod:`.minilm` (frozen all-MiniLM-L6-v2 caption embeddings, a text-tower option),
+:mod:`.icm`
 (the estimator, zero-shot, the probe), :mod:`.scm` (the linear causal model of the
 identifiability argument), :mod:`.experiment` (leave-one-domain-out runs),
 :mod:`.claims`, :mod:`.reference` (naive versions for the tests).
@@ -26,6 +28,7 @@ identifiability argument), :mod:`.experiment` (leave-one-domain-out runs),
 from dataclasses import dataclass
 
 from lib.common import (
+    check_choice,
     check_int,
     check_nonnegative,
     check_numbers,
@@ -38,7 +41,9 @@ from .data import (
     AUGMENTATIONS,
     DOMAINS,
     Domain,
+    all_captions,
     augment,
+    caption_index,
     caption_text,
     captions,
     class_prompts,
@@ -68,7 +73,15 @@ from .icm import (
     probe_predict,
     zero_shot_logits,
 )
-from .model import SmallCLIP, clip_loss, embed_images, embed_text, train_clip
+from .minilm import caption_table, encode_captions, load_minilm, minilm_encode
+from .model import (
+    TEXT_TOWERS,
+    SmallCLIP,
+    clip_loss,
+    embed_images,
+    embed_text,
+    train_clip,
+)
 from .scm import linear_scm, subspace_leak
 
 
@@ -87,6 +100,8 @@ class Config:
     dim: int = 64
     width: int = 256
     p_style: float = 0.5  # chance a caption names the colour (and the marker)
+    #: "bow": slot tokens + MLP trained from scratch; "minilm": frozen MiniLM + linear
+    text_tower: str = "bow"
     kinds: tuple = ("hue", "channels")  # the interventions ICM uses
     n_pairs: int = 2000  # intervention pairs from the source domains
     lam: float = 3.0  # λ (chosen on TUNING_SEEDS, see .claims)
@@ -114,6 +129,7 @@ class Config:
         check_nonnegative("lam", self.lam)
         check_nonnegative("hue_jitter", self.hue_jitter)
         check_probability("p_style", self.p_style)
+        check_choice("text_tower", self.text_tower, TEXT_TOWERS)
         if not 0 < check_probability("holdout", self.holdout) < 1:
             raise ValueError(
                 f"holdout: expected a number in (0, 1), got {self.holdout}"
@@ -152,7 +168,9 @@ __all__ = [
     "Config", "SMOKE", "FULL",
     "AUGMENTATIONS", "DOMAINS", "Domain", "augment", "caption_text", "captions",
     "class_prompts", "make_domain", "make_readout", "palette", "render",
-    "SmallCLIP", "clip_loss", "train_clip", "embed_images", "embed_text",
+    "all_captions", "caption_index",
+    "TEXT_TOWERS", "SmallCLIP", "clip_loss", "train_clip", "embed_images",
+    "embed_text", "load_minilm", "minilm_encode", "encode_captions", "caption_table",
     "icm_matrix", "invariant_basis", "zero_shot_logits", "fit_probe",
     "probe_predict", "accuracy", "linear_scm", "subspace_leak",
     "ARMS", "prepare_seed", "fold_data", "probe_scores", "style_readout", "run_fold",

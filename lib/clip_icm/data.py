@@ -68,6 +68,10 @@ COLOURS = (
 )  # fmt: skip
 #: token ids: 0 = no word; 1–10 digits; 11–20 colours; 21–30 marker positions
 VOCAB = 1 + 3 * N_CLASSES
+#: distinct captions: a class word, no colour word or one of ten, no marker or one of
+#: ten (10 · 11 · 11 = 1210); :func:`all_captions` lists them in :func:`caption_index`'s
+#: order
+N_CAPTIONS = N_CLASSES * (N_CLASSES + 1) ** 2
 AUGMENTATIONS = (
     "hue", "grayscale", "blur", "invert", "posterize", "solarize", "channels"
 )  # fmt: skip
@@ -289,6 +293,53 @@ def caption_text(tokens: torch.Tensor) -> str:
         )
     words = ("a " + (COLOURS[c - 11] + " " if c else "")) + DIGITS[d - 1]
     return words + (f", mark {m - 21}" if m else "")
+
+
+def _check_captions(name: str, tokens) -> torch.Tensor:
+    """Captions as token ids (N, 3): class 1–10, colour 0 or 11–20, marker 0 or
+    21–30 in every row."""
+    check_tensor(name, tokens, shape=(None, 3), integer=True, nonempty=True)
+    d, c, m = tokens.unbind(1)  # (N,) each
+    ok = (
+        (d >= 1) & (d <= N_CLASSES)
+        & ((c == 0) | ((c >= 11) & (c <= 10 + N_CLASSES)))
+        & ((m == 0) | ((m >= 21) & (m <= 20 + N_CLASSES)))
+    )  # fmt: skip
+    if not bool(ok.all()):
+        row = int((~ok).nonzero()[0, 0])
+        raise ValueError(
+            f"{name}: expected rows (class 1-10, colour 0 or 11-20, marker 0 or "
+            f"21-30), got {tuple(int(t) for t in tokens[row])} in row {row}"
+        )
+    return tokens
+
+
+def _caption_index(tokens: torch.Tensor) -> torch.Tensor:
+    """:func:`caption_index` without the checks (the training loop's hot path)."""
+    d, c, m = tokens.unbind(1)  # (N,) each
+    c = torch.where(c > 0, c - 10, 0)  # 0 = no colour word, else 1–10
+    m = torch.where(m > 0, m - 20, 0)  # 0 = no marker word, else 1–10
+    return ((d - 1) * (N_CLASSES + 1) + c) * (N_CLASSES + 1) + m  # (N,)
+
+
+def caption_index(tokens: torch.Tensor) -> torch.Tensor:
+    """Each caption's row in :func:`all_captions` (N,), from token ids (N, 3): the
+    index (class, colour slot, marker slot) in mixed radix 10 · 11 · 11."""
+    return _caption_index(_check_captions("tokens", tokens))
+
+
+def all_captions(device=None) -> torch.Tensor:
+    """Every distinct caption as token ids (:data:`N_CAPTIONS`, 3), row i the caption
+    whose :func:`caption_index` is i."""
+    i = torch.arange(N_CAPTIONS, device=device)
+    d, c, m = (
+        i // (N_CLASSES + 1) ** 2,
+        i // (N_CLASSES + 1) % (N_CLASSES + 1),
+        i % (N_CLASSES + 1),
+    )
+    return torch.stack(
+        [1 + d, torch.where(c > 0, 10 + c, 0), torch.where(m > 0, 20 + m, 0)], 1
+    )  # (N_CAPTIONS, 3)
 
 
 # --- interventions: one random augmentation per image (the official code's seven,

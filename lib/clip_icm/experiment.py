@@ -92,10 +92,23 @@ def _split(d: dict, holdout: float, g: torch.Generator) -> tuple[dict, dict]:
     }
 
 
-def prepare_seed(cfg, seed: int, device="cpu") -> dict:
-    """One seed's data, its trained CLIP and every embedding the folds need."""
+def _text_table(cfg, text_table):
+    """The MiniLM caption table a ``"minilm"`` run needs (computed when None);
+    None for ``"bow"``."""
+    if cfg.text_tower == "minilm" and text_table is None:
+        from .minilm import caption_table
+
+        return caption_table()
+    return text_table
+
+
+def prepare_seed(cfg, seed: int, device="cpu", text_table=None) -> dict:
+    """One seed's data, its trained CLIP and every embedding the folds need.
+    ``text_table``: the frozen MiniLM caption embeddings when ``cfg.text_tower`` is
+    ``"minilm"`` (:func:`.minilm.caption_table`; None: computed here), else None."""
     _check_cfg(cfg)
     seed = check_int("seed", seed, 0)
+    text_table = _text_table(cfg, text_table)
     g = make_generator(seed)
     digits, y = pooled_digits("train")
     need = cfg.n_pretrain + len(DOMAINS) * cfg.n_per_domain
@@ -107,7 +120,8 @@ def prepare_seed(cfg, seed: int, device="cpu") -> dict:
     model = train_clip(
         pre["x"].to(device), pre["y"], pre["colour"], pre["marker"], seed=seed,
         steps=cfg.steps, batch=cfg.batch, lr=cfg.lr, dim=cfg.dim, width=cfg.width,
-        p_style=cfg.p_style, device=device,
+        p_style=cfg.p_style, device=device, text_tower=cfg.text_tower,
+        text_table=text_table,
     )  # fmt: skip
     emb = lambda x: embed_images(model, x.to(device)).cpu()  # noqa: E731
     parts = []
@@ -243,16 +257,20 @@ def run_fold(cfg, prep: dict, test: int) -> dict:
     return {arm: out[arm] for arm in ARMS}
 
 
-def run_seed(cfg, seed: int, device="cpu") -> dict:
-    """``{domain name: run_fold(...)}`` for one seed."""
-    prep = prepare_seed(cfg, seed, device)
+def run_seed(cfg, seed: int, device="cpu", text_table=None) -> dict:
+    """``{domain name: run_fold(...)}`` for one seed (``text_table``: as in
+    :func:`prepare_seed`)."""
+    prep = prepare_seed(cfg, seed, device, text_table)
     return {d.name: run_fold(cfg, prep, i) for i, d in enumerate(DOMAINS)}
 
 
 def run_seeds(cfg, seeds, device="cpu") -> dict:
-    """``{seed: run_seed(...)}``."""
+    """``{seed: run_seed(...)}`` (MiniLM's caption table, when the text tower needs
+    it, computed once for all seeds)."""
     _check_cfg(cfg)
-    return {int(s): run_seed(cfg, int(s), device) for s in seed_list(seeds)}
+    seeds = seed_list(seeds)
+    table = _text_table(cfg, None)
+    return {int(s): run_seed(cfg, int(s), device, table) for s in seeds}
 
 
 def sweep(cfg, prep: dict, test: int, lams=(), ks=(), n_pairs=()) -> dict:
