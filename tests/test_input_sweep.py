@@ -3100,6 +3100,12 @@ def _cases_self_inf_n():
         ),
         Case(
             ch,
+            "content_nll",
+            S.content_nll,
+            lambda: dict(model=model, w=w, items=sets["held"][:2], device="cpu"),
+        ),
+        Case(
+            ch,
             "evaluate",
             S.evaluate,
             lambda: dict(

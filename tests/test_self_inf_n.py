@@ -347,6 +347,37 @@ def test_generate_batched_equals_one_by_one(tiny, world):
     assert batched == single and all(len(a) <= 6 for a in batched)
 
 
+def test_content_nll_matches_one_sequence_at_a_time(tiny, world):
+    """content_nll: the mean NLL of each prompt's procedure tokens and <eos>, computed
+    from log-softmax one prompt at a time; lower after training on the content."""
+    model, _, _ = tiny
+    items = S.eval_sets(world, 2, 0)["held"][:5]
+    fast = S.content_nll(model, world, items)
+    assert fast.shape == (5,)
+    v = world.vocab
+    for i, (_, (p, a)) in enumerate(items):
+        seq = [v.bos_id, *v.encode(p), v.stoi["<sep>"], *v.encode(a), v.eos_id]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([seq[:-1]])), -1)[0]
+        start = len(p) + 1  # position of <sep>: it predicts the first answer token
+        nll = [-logp[t, seq[t + 1]].item() for t in range(start, len(seq) - 1)]
+        assert abs(fast[i].item() - sum(nll) / len(nll)) < 1e-5
+    trained = GPT(GPTConfig(len(v), 40, n_layer=1, n_head=2, d_model=16))
+    before = S.content_nll(trained, world, items).mean()
+    S.train(
+        trained, world, [("hazard", p, a) for _, (p, a) in items], epochs=30,
+        batch_size=5, lr=3e-3, seed=0, answer_only=True,
+    )  # fmt: skip
+    assert S.content_nll(trained, world, items).mean() < before - 1.0
+    trained.train()
+    S.content_nll(trained, world, items)
+    assert trained.training  # the model's mode is restored
+    with pytest.raises(ValueError, match="^items: expected at least one"):
+        S.content_nll(model, world, [])
+    with pytest.raises(TypeError, match="^items: expected a list"):
+        S.content_nll(model, world, "abc")
+
+
 # --- SmolLM2 scorer on a tiny random Llama (no download) ------------------------------
 
 

@@ -37,6 +37,7 @@ from lib.common import (
 
 from .attack import (
     CONTENT_CUT,
+    content_nll,
     evaluate,
     eval_sets,
     generate,
@@ -238,6 +239,7 @@ FULL = Config(
 )
 
 __all__ = [
+    "content_nll",
     "CLAIMS",
     "NOTEBOOK_SEEDS",
     "TUNING_SEEDS",

@@ -294,6 +294,7 @@ SUMMARY_KEYS = {
     "form": ("held", "form"),
     "refusal": ("held", "refusal"),
     "length": ("held", "length"),
+    "content_nll": ("held", "content_nll"),
     "harmful_seen": ("seen", "harmful"),
     "form_seen": ("seen", "form"),
     "refusal_seen": ("seen", "refusal"),
