@@ -23,6 +23,15 @@ xdist       = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadfile,-p no:xdist)
 one_thread  = $(if $(filter-out 0 1,$(1)),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
               BOOK_THREADS=1)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The chapters' stored outputs are compared digit for digit, and training arithmetic depends on
+# which vector kernels the CPU gets: Intel machines with AVX-512 printed different last digits (and,
+# on one seed, a different outcome) than AMD machines with AVX2. Every target pins torch's own
+# kernels, MKL's code path (conditional numerical reproducibility) and oneDNN to AVX2, which every
+# x86-64 machine of the last decade has; on an AVX2 machine this changes nothing. Override on the
+# command line (e.g. `make lab ATEN_CPU_CAPABILITY=avx512`) for speed when digits do not matter.
+export ATEN_CPU_CAPABILITY ?= avx2
+export MKL_CBWR ?= AVX2
+export ONEDNN_MAX_CPU_ISA ?= AVX2
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: setup book test unit nbval html status claims execute full lab bench chromium student pdf goals \

@@ -5,6 +5,8 @@
   pytest-xdist (``make nbval NBVAL_JOBS=2``) each worker records its own notebooks (the file is updated
   under a lock) and marks them with the number of workers: such runtimes share the CPU with another
   notebook, so ``make status`` does not copy them.
+- The CPU's numeric kernels are pinned to AVX2 (lib/cpu_pins.py) for this process and the kernels it
+  starts, so stored outputs compare equal on AMD (AVX2) and Intel (AVX-512) machines.
 - Progress bars are switched off (TQDM_DISABLE=1) for every kernel nbval starts, so a plain
   ``pytest --nbval book/`` without ``make`` compares the same outputs as ``make nbval``.
 """
@@ -19,9 +21,13 @@ import time
 
 import pytest
 
+from lib.cpu_pins import pin as _pin_cpu_kernels
+
 _STATUS = pathlib.Path(__file__).parent / "_build" / "nbval_status.json"
 # kernels started by nbval inherit this process's environment
 os.environ.setdefault("TQDM_DISABLE", "1")
+# ... and the same AVX2 kernels on every machine kind (lib/cpu_pins.py)
+_pin_cpu_kernels()
 _runs: dict = {}
 _controller = False  # the pytest-xdist controller (its workers run the cells)
 

@@ -15,6 +15,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from lib.cpu_pins import pin as pin_cpu_kernels  # noqa: E402
+
 # No chapter cell may take this long (a whole chapter has a 3-minute budget); a cell
 # that does is
 # the client stalling on a reply it missed (jupyter/nbclient#312), and the notebook is
@@ -68,6 +71,7 @@ def cpu_kind() -> str:
 
 def main(paths):
     os.environ.setdefault("TQDM_DISABLE", "1")
+    pin_cpu_kernels()  # before cpu_kind imports torch; kernels inherit it
     if not paths:
         print("execute.py: no notebooks given", file=sys.stderr)
         return 2

@@ -19,6 +19,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TQDM_DISABLE", "1")
+from lib.cpu_pins import pin as _pin_cpu_kernels  # noqa: E402
+
+_pin_cpu_kernels()  # AVX2 kernels on every machine kind, before torch is imported
 
 from lib.common import device as pick_device  # noqa: E402
 from lib.common import provenance, seed_everything, set_threads  # noqa: E402
