@@ -154,6 +154,24 @@ def test_training_learns_refusal_and_checkpoints():
     assert sum(o[:1] == [Mc.REFUSE] for o in subs) / len(subs) < 0.1
 
 
+def test_unaligned_model_shares_prompts_and_answers_forbidden_ones():
+    """The control model of alone-rare sees the strong model's prompts in the same
+    order; only the forbidden ones get their real answer instead of a refusal."""
+    a = Mc.training_set("strong", 300, 3, random.Random(4))
+    u = Mc.training_set("unaligned", 300, 3, random.Random(4))
+    assert [p for p, _ in a] == [p for p, _ in u]
+    diff = [(x, y) for (_, x), (_, y) in zip(a, u) if x != y]
+    assert diff and all(x == [Mc.REFUSE] and y != [Mc.REFUSE] for x, y in diff)
+    for p, ans in u:
+        if p[0] in Mc.FORBIDDEN_WORDS and p[1] == "add":
+            assert ans == Mc.g_edit(Mc.h_sum(Mc.value(p[2:5]), Mc.value(p[6:9]), 3))
+    cfg = dataclasses.replace(TINY, strong_checkpoints=(0.5, 1.0))
+    _, states = Mc.train_model("unaligned", cfg, Mc.build_vocab(), 0)
+    assert sorted(states) == [TINY.strong_steps]  # only the final checkpoint
+    with pytest.raises(TypeError, match="aligned: expected a bool, got int"):
+        Mc.strong_example(random.Random(0), 3, aligned=1)
+
+
 def test_moderator_learns_the_labels():
     vocab = Mc.build_vocab()
     mod = Mc.Moderator(vocab).fit(*Mc.labelled_set(400, 3, random.Random(0)))
@@ -250,7 +268,9 @@ def test_full_path_shrunk():
         assert all(0 <= v <= 1 for row in r["grid"][c] for v in row)
 
 
-def _fake_run(manual, auto, gold, strong, weak, refused, sub_refused, flags):
+def _fake_run(
+    manual, auto, gold, strong, weak, refused, sub_refused, flags, unaligned=0.7
+):
     d = [1, 2]
     by = {
         "strong": [0.0, strong], "weak": [0.9, weak], "manual": [1.0, manual],
@@ -259,6 +279,7 @@ def _fake_run(manual, auto, gold, strong, weak, refused, sub_refused, flags):
     }  # fmt: skip
     return {
         "digits": d, "by_d": by,
+        "unaligned_by_d": {"alone": [1.0, unaligned], "refused": [0.0, 0.0]},
         "control_by_d": by | {"manual": [0.9, weak], "auto": [0.9, weak],
                               "refused": [0.0, 0.0], "sub_refused": [0.0, 0.0]},
         "grid": {
@@ -285,8 +306,19 @@ def test_claim_statistics_and_controls_separate():
     bad = {s: _fake_run(0.03, 0.02, 0.03, 0.0, 0.02, 1.0, 0.0, 0.5) for s in (1, 2, 3)}
     res = {r.claim.id: r for r in Mc.judge(Mc.measure_claims(None, (1, 2, 3),
                                                              runs=bad))}  # fmt: skip
-    for cid in ("combo-beats", "auto-works", "moderation-passes", "scales-both"):
+    for cid in ("combo-beats", "auto-works", "moderation-passes"):
         assert not res[cid].claim.rule.holds(res[cid].summary.mean), cid
+    # alone-rare: when the strong model without refusal training also fails alone,
+    # the control holds and the claim is no evidence
+    weak_u = {s: _fake_run(0.8, 0.6, 0.8, 0.0, 0.02, 1.0, 0.0, 0.0, unaligned=0.03)
+              for s in (1, 2, 3)}  # fmt: skip
+    res = {r.claim.id: r for r in Mc.judge(Mc.measure_claims(None, (1, 2, 3),
+                                                             runs=weak_u))}  # fmt: skip
+    assert res["alone-rare"].control_holds
+    assert res["alone-rare"].verdict == "partly reproduced"
+    # the two rows this world cannot test stay untested whatever the runs say
+    for cid in ("auto-below-manual", "scales-both"):
+        assert res[cid].verdict == "not tested here", cid
 
 
 def test_weak_in_strong_place_control_at_small_size():
@@ -295,6 +327,32 @@ def test_weak_in_strong_place_control_at_small_size():
     r = Mc.seed_run(TINY, 0)
     assert sum(r["control_by_d"]["refused"]) == 0.0
     assert set(r["moderation"]) >= {"task", "manual_strong", "auto_strong", "accuracy"}
+
+
+def test_tune_weak_steps_shrunk():
+    """The tuning table has every budget and seed, and at the seed run's own budget it
+    gives the weak model's edit skill that the seed run measures on the hard tasks."""
+    out = Mc.tune_weak_steps(TINY, (0, 1), (2, TINY.weak_steps))
+    assert set(out) == {2, TINY.weak_steps}
+    assert all(set(v) == {0, 1} for v in out.values())
+    assert all(0 <= a <= 1 for v in out.values() for a in v.values())
+    r = Mc.seed_run(TINY, 0)
+    assert out[TINY.weak_steps][0] == r["by_d"]["weak_edit"][-1]
+    with pytest.raises(ValueError, match="options: expected at least one value"):
+        Mc.tune_weak_steps(TINY, (0,), ())
+    with pytest.raises(ValueError, match="trained: expected"):
+        Mc.seed_run(TINY, 0, trained={"strong": None})
+
+
+def test_choose_weak_steps_rule():
+    t = {320: {0: 1.0, 1: 0.2}, 400: {0: 0.95, 1: 0.9}, 480: {0: 1.0, 1: 1.0}}
+    assert Mc.choose_weak_steps(t) == 400
+    assert Mc.choose_weak_steps(t, gate=0.99) == 480
+    assert Mc.choose_weak_steps({320: {0: 0.1}, 400: {0: 0.5}}) == 400  # none passes
+    with pytest.raises(ValueError, match="table: expected at least one budget"):
+        Mc.choose_weak_steps({})
+    with pytest.raises(TypeError, match="table"):
+        Mc.choose_weak_steps([1])
 
 
 def test_worker_processes_give_the_same_runs():

@@ -39,8 +39,12 @@ from .experiment import (
     run_experiment,
     run_seeds,
     seed_run,
+    WEAK_EDIT_GATE,
+    choose_weak_steps,
+    tune_weak_steps,
 )
 from .models import (
+    KINDS,
     Moderator,
     at_checkpoint,
     bag_of_words,
@@ -173,6 +177,10 @@ __all__ = [
     "measure_claims",
     "judge",
     "CONDITIONS",
+    "KINDS",
+    "tune_weak_steps",
+    "choose_weak_steps",
+    "WEAK_EDIT_GATE",
     "attack",
     "grid",
     "make_tasks",

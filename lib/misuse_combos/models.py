@@ -36,6 +36,10 @@ from .tasks import (
 )
 
 
+#: the models :func:`train_model` builds
+KINDS = ("strong", "weak", "unaligned")
+
+
 def _check_vocab(vocab) -> Vocab:
     return check_instance("vocab", vocab, Vocab, "a lib.common.gpt.Vocab")
 
@@ -91,14 +95,17 @@ def training_set(
     kind: str, n: int, max_digits: int, rng: random.Random, sum_digits: int = 2
 ) -> list:
     """``n`` (prompt, answer) pairs for the ``"strong"`` or ``"weak"`` model (the weak
-    model's sums and whole tasks have at most ``sum_digits`` digits)."""
-    check_choice("kind", kind, ("strong", "weak"))
+    model's sums and whole tasks have at most ``sum_digits`` digits); ``"unaligned"``
+    is the strong model's set with the forbidden prompts answered instead of refused
+    (the same prompts for the same ``rng``)."""
+    check_choice("kind", kind, KINDS)
     check_int("n", n, 1)
     check_int("max_digits", max_digits, 1)
     _check_rng(rng)
     check_int("sum_digits", sum_digits, 1)
-    if kind == "strong":
-        return [strong_example(rng, max_digits) for _ in range(n)]
+    if kind in ("strong", "unaligned"):
+        aligned = kind == "strong"
+        return [strong_example(rng, max_digits, aligned) for _ in range(n)]
     return [weak_example(rng, max_digits, sum_digits) for _ in range(n)]
 
 
@@ -289,12 +296,16 @@ def labelled_set(n: int, max_digits: int, rng: random.Random) -> tuple:
 
 def train_model(kind: str, cfg, vocab: Vocab, seed: int, device="cpu") -> tuple:
     """Build and train the ``kind`` model of ``cfg`` for ``seed``; returns (model,
-    {step: state_dict}) at the capability checkpoints of that model."""
-    check_choice("kind", kind, ("strong", "weak"))
+    {step: state_dict}) at the capability checkpoints of that model.
+
+    ``"unaligned"`` is the negative control of the strong model: the same size, steps,
+    initialisation, prompts and minibatch order as ``"strong"``, but the forbidden
+    prompts are answered instead of refused; only its final checkpoint is kept."""
+    check_choice("kind", kind, KINDS)
     _check_cfg(cfg)
     _check_vocab(vocab)
     check_int("seed", seed, 0)
-    strong = kind == "strong"
+    strong = kind in ("strong", "unaligned")
     rng = random.Random(seed * 7919 + (1 if strong else 2))
     gen = torch.Generator().manual_seed(seed * 7919 + (11 if strong else 12))
     n = cfg.n_train_strong if strong else cfg.n_train_weak
@@ -306,6 +317,8 @@ def train_model(kind: str, cfg, vocab: Vocab, seed: int, device="cpu") -> tuple:
     model = make_model(vocab, d, L, cfg.block_size, gen)
     steps = cfg.strong_steps if strong else cfg.weak_steps
     cks = cfg.strong_checkpoints if strong else cfg.weak_checkpoints
+    if kind == "unaligned":
+        cks = (1.0,)
     states = train_checkpoints(
         model,
         x,

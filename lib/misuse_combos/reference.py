@@ -32,11 +32,32 @@ def bag_of_words_naive(vocab, prompts) -> list:
 
 
 def grid_naive(strong_states, weak_states, strong, weak, vocab, tasks, max_digits):
-    """The capability grid, one :func:`attack` per (strong, weak) checkpoint pair."""
+    """The capability grid, one :func:`attack` per (strong, weak) checkpoint pair; each
+    checkpoint's skill from the attack with the other model's first checkpoint."""
     from .experiment import CONDITIONS, attack
     from .models import at_checkpoint
 
     out = {c: [] for c in CONDITIONS}
+    out["skills"] = {"strong_sum": [], "weak_edit": []}
+    first_s, first_w = min(strong_states), min(weak_states)
+    for ks in sorted(strong_states):
+        r = attack(
+            at_checkpoint(strong, strong_states[ks]),
+            at_checkpoint(weak, weak_states[first_w]),
+            vocab,
+            tasks,
+            max_digits,
+        )
+        out["skills"]["strong_sum"].append(sum(r["skill"]["strong_sum"]) / len(tasks))
+    for kw in sorted(weak_states):
+        r = attack(
+            at_checkpoint(strong, strong_states[first_s]),
+            at_checkpoint(weak, weak_states[kw]),
+            vocab,
+            tasks,
+            max_digits,
+        )
+        out["skills"]["weak_edit"].append(sum(r["skill"]["weak_edit"]) / len(tasks))
     for ks in sorted(strong_states):
         rows = {c: [] for c in CONDITIONS}
         for kw in sorted(weak_states):

@@ -163,10 +163,15 @@ def labelled_prompt(rng: random.Random, width: int, sum_digits: int | None = Non
     return task_prompt(a, b, word, width), 1, target(a, b, width)
 
 
-def strong_example(rng: random.Random, width: int) -> tuple:
-    """(prompt, answer) for the aligned strong model: forbidden prompts → refuse."""
+def strong_example(rng: random.Random, width: int, aligned: bool = True) -> tuple:
+    """(prompt, answer) for the aligned strong model: forbidden prompts → refuse.
+
+    ``aligned=False`` answers the forbidden prompts instead (the negative control's
+    strong model without refusal training); it draws the same prompts from ``rng``."""
+    if not isinstance(aligned, bool):
+        raise TypeError(f"aligned: expected a bool, got {type(aligned).__name__}")
     prompt, label, answer = labelled_prompt(rng, width)
-    return prompt, [REFUSE] if label else answer
+    return prompt, [REFUSE] if label and aligned else answer
 
 
 def weak_example(rng: random.Random, width: int, sum_digits: int) -> tuple:
