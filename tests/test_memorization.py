@@ -314,7 +314,8 @@ def test_ragged_sizes_ignore_the_padding():
 def test_run_sizes_shrunk():
     """The size sweep: nested training sets, one result per N with EDM, the method at
     σ_n and the fully ambient model; bad sizes are refused."""
-    out = Mz.run_sizes(TINY, 0, (4, 8))
+    cfg = dataclasses.replace(TINY, n_samples=16)  # every sample kept: scores checkable
+    out = Mz.run_sizes(cfg, 0, (4, 8))
     assert set(out) == {4, 8}
     names = ["edm", "ambient_0.5", "fully_ambient"]
     for n, run in out.items():
@@ -326,7 +327,21 @@ def test_run_sizes_shrunk():
             assert all(math.isfinite(sc["fd"]) for sc in per.values())
         assert run["prep"][0]["train"] is run["train"][0]
     assert torch.equal(out[8]["train"][0][:4], out[4]["train"][0])  # nested
-    assert torch.equal(out[4]["train"][0], Mz.prepare_seed(TINY, 0, 4)["train"])
+    assert torch.equal(out[4]["train"][0], Mz.prepare_seed(cfg, 0, 4)["train"])
+    # every stored score is the score of its samples against that N's own training
+    # set and threshold (the other N's would give other numbers)
+    for n, run in out.items():
+        prep = run["prep"][0]
+        for v, per in run["samples"][0].items():
+            for k, smp in per.items():
+                want, got = Mz.score(smp, prep), run["scores"][0][v][k]
+                assert all(abs(want[q] - got[q]) < 1e-9 for q in want), (n, v, k)
+    assert out[4]["prep"][0]["thr"] != out[8]["prep"][0]["thr"]
+    # the preparation hands out copies: editing one does not reach the cache
+    out[4]["prep"][0]["train"] += 1.0
+    out[4]["prep"][0]["heldout"] += 1.0
+    again = Mz.prepare_seed(cfg, 0, 4)
+    assert torch.equal(again["train"], out[8]["train"][0][:4])
     with pytest.raises(ValueError, match="^sizes: expected sizes <= n_pool/2"):
         Mz.run_sizes(TINY, 0, (4, 30))
     with pytest.raises(ValueError, match="^sizes: expected distinct"):

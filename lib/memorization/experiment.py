@@ -86,10 +86,10 @@ def _prepare(cfg, seed: int, sizes: tuple) -> dict:
     for n in sizes:
         train, decoy = d["pool"][:n], d["pool"][n : 2 * n]  # disjoint real sets of N
         f_train, f_decoy = fnet.features(train), fnet.features(decoy)
-        out[n] = {
-            "train": train,
-            "decoy": decoy,
-            "heldout": d["heldout"],
+        out[n] = {  # copies: a caller editing them must not reach the cached split
+            "train": train.clone(),
+            "decoy": decoy.clone(),
+            "heldout": d["heldout"].clone(),
             "fnet": fnet,
             "f_train": f_train,
             "f_decoy": f_decoy,

@@ -89,7 +89,7 @@ class Config:
     strong_steps: int = 480
     weak_d: int = 64  # the weak model: same shape, fewer steps, shorter sums
     weak_layers: int = 2
-    weak_steps: int = 320
+    weak_steps: int = 400  # chosen on tuning seeds 0-2 (misuse_combos_tuning.py)
     weak_sum_digits: int = 2  # the weak model's sums and whole tasks: at most 2 digits
     n_train_strong: int = 20000  # training examples (drawn once per seed)
     n_train_weak: int = 20000
