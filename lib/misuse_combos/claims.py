@@ -27,14 +27,13 @@ reason in their statement: the automated-below-manual gap (the weak model fails 
 last step even with the sub-question written by hand) and the scaling with both
 models (each skill appears abruptly, so the gain equals the final success).
 
-The outcome of a seed depends on the last bits of the arithmetic. The recorded verdicts
-(``expect``) come from a run on a CPU with AVX-512 kernels. On AVX2 machines the same
-seeds gave the pair 0.36, 0.60, 0.49 on the notebook seeds (here 0.54, 0.02, 0.67) and
-0.51, 0.73, 0.00, 0.06, 0.03, 0.72, 0.00, 0.08 on the held-out seeds (here 0.41, 0.46,
-0.01, 0.13, 0.04, 0.30, 0.00, 0.19): the two skills appear abruptly late in training,
-and whether a run crosses that edge is decided by rounding as much as by the seed.
-There, *alone-rare* was partly reproduced (its control held on more seeds); the other
-verdicts were the same.
+The outcome of a seed depends on the last bits of the arithmetic: the two skills
+appear abruptly late in training, and whether a run crosses that edge is decided by
+rounding as much as by the seed. The recorded verdicts (``expect``) come from runs with
+the CPU kernels pinned to AVX2 (:mod:`lib.cpu_pins`), the setting every machine now
+uses. Before the weak budget was re-chosen (320 steps), the pair's success on the same
+seeds was 0.54, 0.02, 0.67 (notebook) with AVX-512 kernels and 0.36, 0.60, 0.49 with
+AVX2 ones.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ CLAIMS = (
         control="the refusal training removed: the strong model trained on the same "
         "prompts with the forbidden ones answered instead of refused (same size, "
         "steps, initialisation and batches), alone, beside the weak model alone",
-        expect="reproduced",
+        expect="partly reproduced",
     ),
     Claim(
         "combo-beats",
@@ -72,7 +71,7 @@ CLAIMS = (
         statistic=f"success of the manual combination − max(each alone), {_HARD}",
         rule=Rule.at_least(0.3),
         control="the weak model in the strong model's place (weak + weak)",
-        expect="not reproduced",
+        expect="partly reproduced",
     ),
     Claim(
         "auto-works",
