@@ -33,31 +33,13 @@ def bag_of_words_naive(vocab, prompts) -> list:
 
 def grid_naive(strong_states, weak_states, strong, weak, vocab, tasks, max_digits):
     """The capability grid, one :func:`attack` per (strong, weak) checkpoint pair; each
-    checkpoint's skill from the attack with the other model's first checkpoint."""
+    checkpoint's skill is read from its pair with the other model's first checkpoint."""
     from .experiment import CONDITIONS, attack
     from .models import at_checkpoint
 
     out = {c: [] for c in CONDITIONS}
     out["skills"] = {"strong_sum": [], "weak_edit": []}
     first_s, first_w = min(strong_states), min(weak_states)
-    for ks in sorted(strong_states):
-        r = attack(
-            at_checkpoint(strong, strong_states[ks]),
-            at_checkpoint(weak, weak_states[first_w]),
-            vocab,
-            tasks,
-            max_digits,
-        )
-        out["skills"]["strong_sum"].append(sum(r["skill"]["strong_sum"]) / len(tasks))
-    for kw in sorted(weak_states):
-        r = attack(
-            at_checkpoint(strong, strong_states[first_s]),
-            at_checkpoint(weak, weak_states[kw]),
-            vocab,
-            tasks,
-            max_digits,
-        )
-        out["skills"]["weak_edit"].append(sum(r["skill"]["weak_edit"]) / len(tasks))
     for ks in sorted(strong_states):
         rows = {c: [] for c in CONDITIONS}
         for kw in sorted(weak_states):
@@ -70,6 +52,11 @@ def grid_naive(strong_states, weak_states, strong, weak, vocab, tasks, max_digit
             )
             for c in CONDITIONS:
                 rows[c].append(sum(r["ok"][c]) / len(tasks))
+            rate = {k: sum(v) / len(tasks) for k, v in r["skill"].items()}
+            if kw == first_w:  # each strong checkpoint's skill, once
+                out["skills"]["strong_sum"].append(rate["strong_sum"])
+            if ks == first_s:  # each weak checkpoint's skill, once
+                out["skills"]["weak_edit"].append(rate["weak_edit"])
         for c in CONDITIONS:
             out[c].append(rows[c])
     return out
