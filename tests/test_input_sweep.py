@@ -6191,6 +6191,22 @@ def _cases_misuse_combos():
         Case(
             ch, "judge", Mc.judge, lambda: dict(measured=measured), {"measured": "obj"}
         ),
+        Case(
+            ch,
+            "choose_weak_steps",
+            Mc.choose_weak_steps,
+            lambda: dict(table={2: {0: 0.5}, 4: {0: 1.0}}, gate=0.9),
+            {"table": "obj", "gate": "prob"},
+        ),
+        Case(
+            ch,
+            "tune_weak_steps",
+            Mc.tune_weak_steps,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg", "options": "seq_count"},
+        ),
     ]
 
 
