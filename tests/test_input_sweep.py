@@ -35,6 +35,7 @@ import os
 import random
 import re
 import signal
+import tempfile
 import sys
 from dataclasses import dataclass, field
 
@@ -5976,6 +5977,9 @@ def _cases_misuse_combos():
     fresh = Mc.labelled_set(20, 2, rng(1))
     mod = Mc.Moderator(vocab).fit(*Mc.labelled_set(20, 2, rng()))
     prompts = [t["prompt"] for t in tasks]
+    weak_states = Mc.train_weak_models(TINY, (0,))
+    weak_path = os.path.join(tempfile.gettempdir(), "input_sweep_misuse_weak.pt")
+    Mc.save_weak_models(weak_states, TINY, weak_path)
     measured = {
         c.id: {"values": {0: 0.5, 1: 0.4}, "control": {0: 0.0, 1: 0.0}}
         for c in Mc.CLAIMS
@@ -6206,6 +6210,27 @@ def _cases_misuse_combos():
                 cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1
             ),
             {"cfg": "obj", "seeds": "seq_nonneg", "options": "seq_count"},
+        ),
+        Case(
+            ch,
+            "train_weak_models",
+            Mc.train_weak_models,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", processes=1),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "save_weak_models",
+            Mc.save_weak_models,
+            lambda: dict(states=dict(weak_states), cfg=TINY, path=weak_path),
+            {"states": "obj", "cfg": "obj", "path": "text"},
+        ),
+        Case(
+            ch,
+            "load_weak_models",
+            Mc.load_weak_models,
+            lambda: dict(cfg=TINY, seeds=(0,), path=weak_path, device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg", "path": "text"},
         ),
     ]
 

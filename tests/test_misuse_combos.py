@@ -361,6 +361,78 @@ def test_worker_processes_give_the_same_runs():
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
 
 
+# --- the stored weak models of the notebook seeds and the command that makes them ----
+
+
+def test_weak_models_command_reproduces_training_shrunk(tmp_path):
+    """``python -m lib.misuse_combos weak-models`` (at TINY size) stores checkpoints
+    bit-identical to a fresh training, and runs that load them equal runs that train
+    everything."""
+    code = (
+        "import runpy, sys, lib.misuse_combos as b; "
+        f"b.SMOKE = b.{TINY!r}; "
+        f"sys.argv = ['lib.misuse_combos', 'weak-models', '--out', "
+        f"{str(tmp_path / 'w.pt')!r}]; "
+        "runpy.run_module('lib.misuse_combos', run_name='__main__', alter_sys=True)"
+    )
+    env = os.environ | {"TQDM_DISABLE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    stored = Mc.load_weak_models(TINY, (0, 1), tmp_path / "w.pt")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the command trains in one-thread workers
+    try:
+        fresh_states = {
+            s: Mc.train_model("weak", TINY, Mc.build_vocab(), s)[1] for s in (0, 1)
+        }
+    finally:
+        torch.set_num_threads(threads)
+    for s in (0, 1):
+        fresh = fresh_states[s]
+        _, got = stored[s]["weak"]
+        assert sorted(got) == sorted(fresh)
+        for k in fresh:
+            assert all(torch.equal(fresh[k][n], got[k][n]) for n in fresh[k])
+    loaded = Mc.run_seeds(TINY, (0, 1), processes=2, pretrained=stored)
+    trained = Mc.run_seeds(TINY, (0, 1), processes=1)
+    assert json.dumps(loaded, sort_keys=True) == json.dumps(trained, sort_keys=True)
+    one = Mc.run_seeds(TINY, (0, 1), processes=1, pretrained={1: stored[1]})
+    assert json.dumps(one, sort_keys=True) == json.dumps(trained, sort_keys=True)
+
+
+def test_load_weak_models_refuses_other_settings(tmp_path):
+    states = Mc.train_weak_models(TINY, (0,))
+    path = Mc.save_weak_models(states, TINY, tmp_path / "w.pt")
+    with pytest.raises(ValueError, match=r"cfg: the stored weak models .*weak_steps"):
+        Mc.load_weak_models(dataclasses.replace(TINY, weak_steps=5), (0,), path)
+    with pytest.raises(ValueError, match=r"seeds: expected seeds among the stored"):
+        Mc.load_weak_models(TINY, (0, 3), path)
+    with pytest.raises(FileNotFoundError, match="weak-models"):
+        Mc.load_weak_models(TINY, (0,), tmp_path / "none.pt")
+    with pytest.raises(ValueError, match=r"pretrained: expected"):
+        Mc.run_seeds(TINY, (0,), pretrained={5: {}})
+    with pytest.raises(ValueError, match=r"pretrained\[0\]: expected"):
+        Mc.run_seeds(TINY, (0,), pretrained={0: {"weak": None}})
+
+
+def test_stored_weak_models_match_the_notebook_and_the_code():
+    """The committed file holds the notebook seeds' weak models at SMOKE's settings,
+    trained by the code as it is now (re-run the command when the training code
+    changes)."""
+    from lib.misuse_combos.pretrained import COMMAND, training_code_digest
+
+    blob = torch.load(Mc.WEAK_FILE, map_location="cpu", weights_only=True)
+    assert blob["command"] == COMMAND
+    assert sorted(blob["states"]) == sorted(Mc.SMOKE.claim_seeds)
+    assert blob["code"] == training_code_digest(), f"stale: run `{COMMAND}`"
+    stored = Mc.load_weak_models(Mc.SMOKE, Mc.SMOKE.claim_seeds)  # settings match
+    steps = [round(f * Mc.SMOKE.weak_steps) for f in Mc.SMOKE.weak_checkpoints]
+    assert all(sorted(v["weak"][1]) == steps for v in stored.values())
+
+
 def test_cli_smoke_writes_smoke_file(tmp_path):
     code = (
         "import runpy, sys, lib.misuse_combos as b; "

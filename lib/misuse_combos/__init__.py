@@ -55,6 +55,12 @@ from .models import (
     train_model,
     training_set,
 )
+from .pretrained import (
+    WEAK_FILE,
+    load_weak_models,
+    save_weak_models,
+    train_weak_models,
+)
 from .tasks import (
     BENIGN_EDITS,
     FORBIDDEN_WORDS,
@@ -179,6 +185,10 @@ __all__ = [
     "CONDITIONS",
     "KINDS",
     "tune_weak_steps",
+    "WEAK_FILE",
+    "load_weak_models",
+    "save_weak_models",
+    "train_weak_models",
     "choose_weak_steps",
     "WEAK_EDIT_GATE",
     "attack",

@@ -284,18 +284,20 @@ def seed_run(
     """Everything one seed measures (plain numbers; ``keep`` adds the models and the
     example transcripts for the notebook). ``trained`` (``{kind: (model, states)}``
     for the kinds of :data:`.models.KINDS`, from :func:`.models.train_model`) skips the
-    training; :func:`run_seeds` trains the models of all seeds in parallel first."""
+    training (of the kinds it holds; the others are trained here); :func:`run_seeds`
+    trains the models of all seeds in parallel first."""
+    return _seed_run(cfg, seed, device, keep, trained)
+
+
+def _seed_run(cfg, seed, device, keep, trained, with_grid: bool = True) -> dict:
+    """:func:`seed_run`; ``with_grid=False`` leaves ``"grid"`` as ``None`` (then
+    :func:`run_seeds` computes it in another worker with :func:`_seed_grid`)."""
     _check_cfg(cfg)
     check_int("seed", seed, 0)
     vocab = build_vocab()
-    if trained is None:
-        trained = {k: _train(cfg, seed, k, device) for k in KINDS}
-    if not isinstance(trained, dict) or set(trained) != set(KINDS):
-        got = sorted(trained) if isinstance(trained, dict) else type(trained).__name__
-        raise ValueError(
-            f"trained: expected {{kind: (model, states)}} for the kinds {KINDS}, got "
-            f"{got}"
-        )
+    trained = _check_trained(trained)
+    trained = {k: trained[k] if k in trained else _train(cfg, seed, k, device)
+               for k in KINDS}  # fmt: skip
     strong, s_states = trained["strong"]
     weak, w_states = trained["weak"]
     unaligned, u_states = trained["unaligned"]
@@ -335,7 +337,9 @@ def seed_run(
         "unaligned_by_d": unaligned_by_d,
         "grid": grid(
             s_states, w_states, strong, weak, vocab, hard_tasks, cfg.max_digits, device
-        ),
+        )
+        if with_grid
+        else None,
         "strong_steps": sorted(s_states),
         "weak_steps": sorted(w_states),
         "moderation": moderation(mod, res, fresh),
@@ -356,47 +360,115 @@ def seed_run(
     return out
 
 
+def _check_trained(trained, name: str = "trained") -> dict:
+    """``None`` or ``{kind: (model, states)}`` for some of the kinds of
+    :data:`.models.KINDS`."""
+    if trained is None:
+        return {}
+    if not isinstance(trained, dict) or not set(trained) <= set(KINDS):
+        got = sorted(trained) if isinstance(trained, dict) else type(trained).__name__
+        raise ValueError(
+            f"{name}: expected {{kind: (model, states)}} for kinds among {KINDS}, got "
+            f"{got}"
+        )
+    for k, v in trained.items():
+        if not (isinstance(v, tuple) and len(v) == 2):
+            raise ValueError(
+                f"{name}: expected a (model, states) pair for {k!r}, got "
+                f"{type(v).__name__}"
+            )
+        _check_model(f"{name}[{k!r}]", v[0])
+        _check_states(f"{name}[{k!r}]", v[1])
+    return trained
+
+
 def _train_worker(cfg, seed, kind, device):
     torch.set_num_threads(1)  # one thread per worker process
     return _train(cfg, seed, kind, device)
 
 
-def _eval_worker(cfg, seed, device, keep, trained):
+def _seed_grid(cfg, seed, device, trained) -> dict:
+    """The capability grid of :func:`_seed_run` on its own (the same tasks)."""
+    strong, s_states = trained["strong"]
+    weak, w_states = trained["weak"]
+    tasks = make_tasks(seed, tuple(range(1, cfg.max_digits + 1)), cfg.n_eval)
+    hard_tasks = [t for t in tasks if t["d"] == cfg.max_digits]
+    return grid(
+        s_states, w_states, strong, weak, build_vocab(), hard_tasks, cfg.max_digits,
+        device,
+    )  # fmt: skip
+
+
+def _eval_worker(part, cfg, seed, device, keep, trained):
+    """One half of a seed's evaluation: ``"grid"`` or the rest (``"run"``)."""
     torch.set_num_threads(1)
-    return seed_run(cfg, seed, device, keep, trained)
+    if part == "grid":
+        return _seed_grid(cfg, seed, device, trained)
+    return _seed_run(cfg, seed, device, keep, trained, with_grid=False)
 
 
-def _pool_map(fn, jobs: list, processes: int) -> list:
+def _pool_map(fn, jobs: list, processes: int, then=None) -> list:
+    """``fn(*job)`` for each job in spawned workers; ``then`` (a function of the
+    results giving ``(fn2, jobs2)``) runs a second round in the same workers."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # no fork after torch's thread pools started
-    with ctx.Pool(min(processes, len(jobs))) as pool:
-        return pool.starmap(fn, jobs)
+    n = max(len(jobs), processes if then is not None else 1)
+    with ctx.Pool(min(processes, n)) as pool:
+        out = pool.starmap(fn, jobs, chunksize=1) if jobs else []
+        if then is None:
+            return out
+        fn2, jobs2 = then(out)
+        return pool.starmap(fn2, jobs2, chunksize=1)
 
 
-def run_seeds(cfg, seeds, device="cpu", keep: bool = False, processes: int = 1) -> dict:
+def run_seeds(
+    cfg,
+    seeds,
+    device="cpu",
+    keep: bool = False,
+    processes: int = 1,
+    pretrained: dict | None = None,
+) -> dict:
     """:func:`seed_run` for each seed: ``{seed: run}``. ``processes > 1`` (CPU only)
     first trains every (seed, model) pair in that many spawned worker processes, the
-    longest jobs first, then evaluates the seeds the same way (one torch thread each);
-    every seed's result is the same either way."""
+    longest jobs first, then evaluates each seed's grid and the rest of its run as
+    separate jobs in the same workers (one torch thread each: a serial run on one
+    torch thread gives bit-identical results). ``pretrained`` (``{seed: {kind:
+    (model, states)}}``, e.g. from :func:`.pretrained.load_weak_models`) supplies
+    models that are then not trained here."""
     _check_cfg(cfg)
     seeds = seed_list(seeds)
     processes = check_int("processes", processes, 1)
-    if processes > 1 and str(device) == "cpu":
-        # the weak model's examples are the longest: its jobs go first
-        order = ("weak", "strong", "unaligned")
-        jobs = [(cfg, s, k, device) for k in order for s in seeds]
-        models = _pool_map(_train_worker, jobs, processes)
-        trained = {s: {} for s in seeds}
-        for (_, s, k, _), m in zip(jobs, models):
-            trained[s][k] = m
-        runs = _pool_map(
-            _eval_worker,
-            [(cfg, s, device, keep, trained[s]) for s in seeds],
-            processes,
+    if pretrained is None:
+        pretrained = {}
+    if not isinstance(pretrained, dict) or not set(pretrained) <= set(seeds):
+        got = sorted(pretrained) if isinstance(pretrained, dict) else pretrained
+        raise ValueError(
+            f"pretrained: expected {{seed: {{kind: (model, states)}}}} for seeds "
+            f"among {seeds}, got {got!r}"
         )
-        return dict(zip(seeds, runs))
-    return {s: seed_run(cfg, s, device, keep) for s in seeds}
+    pre = {s: _check_trained(pretrained.get(s), f"pretrained[{s}]") for s in seeds}
+    if processes > 1 and str(device) == "cpu":
+        # the longest trainings first: the weak model's examples are the longest
+        order = ("weak", "unaligned", "strong")
+        jobs = [(cfg, s, k, device) for k in order for s in seeds if k not in pre[s]]
+
+        def evaluations(models):  # each seed's grid and the rest, as separate jobs
+            trained = {s: dict(pre[s]) for s in seeds}
+            for (_, s, k, _), m in zip(jobs, models):
+                trained[s][k] = m
+            parts = [(p, cfg, s, device, keep, trained[s])
+                     for s in seeds for p in ("run", "grid")]  # fmt: skip
+            return _eval_worker, parts
+
+        out = _pool_map(_train_worker, jobs, processes, then=evaluations)
+        runs = {}
+        for i, s in enumerate(seeds):
+            runs[s] = out[2 * i]
+            runs[s]["grid"] = out[2 * i + 1]
+        return runs
+    return {s: seed_run(cfg, s, device, keep, pre[s]) for s in seeds}
 
 
 #: the gate of :func:`choose_weak_steps`: the weak model's edit accuracy on the hardest
