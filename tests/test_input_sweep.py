@@ -3002,6 +3002,7 @@ def _cases_self_inf_n():
                 "lr_sweep:empty",
                 "other_worlds:empty",
                 "control:empty",
+                "nulls:empty",  # no null fine-tunes: the notebook's world 0
                 "other_worlds:element_type",
             ),
         ),
@@ -6210,6 +6211,14 @@ def _cases_misuse_combos():
                 cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1
             ),
             {"cfg": "obj", "seeds": "seq_nonneg", "options": "seq_count"},
+        ),
+        Case(
+            ch,
+            "self_decomposed",
+            Mc.self_decomposed,
+            lambda: dict(
+                model=model, vocab=vocab, tasks=list(tasks), max_digits=2, device="cpu"
+            ),
         ),
         Case(
             ch,

@@ -542,9 +542,12 @@ def test_attack_lr_rule_picks_the_smallest_qualifying_rate():
 
 def test_tiny_pipeline_runs_end_to_end():
     out = S.run_experiment(TINY, "cpu")
+    # the multi-world records add the content measure's null and positive controls
     assert set(out["other_worlds"]) == {"1"} and set(
         out["other_worlds"]["1"]["summary"]
-    ) == set(S.SELECTIONS)
+    ) == set(S.SELECTIONS) | set(S.NULLS)
+    for v in out["other_worlds"]["1"]["summary"].values():
+        assert v["refusal_nll"] > 0 and v["content_nll"] > 0
     r = out["small_world"]
     assert set(r["summary"]) == set(S.SELECTIONS)
     assert all(len(v) == TINY.k for v in r["selections"].values())

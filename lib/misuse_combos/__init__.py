@@ -39,6 +39,7 @@ from .experiment import (
     run_experiment,
     run_seeds,
     seed_run,
+    self_decomposed,
     WEAK_EDIT_GATE,
     choose_weak_steps,
     tune_weak_steps,
@@ -102,8 +103,9 @@ class Config:
     batch_size: int = 96
     lr: float = 4e-3
     # capability grid: checkpoints as fractions of each model's training steps
-    strong_checkpoints: tuple = (0.25, 0.5, 0.75, 1.0)
-    weak_checkpoints: tuple = (0.0, 0.25, 0.5, 1.0)
+    # (finer where each skill appears: the scaling claim reads the last row and column)
+    strong_checkpoints: tuple = (0.25, 0.5, 0.6, 0.75, 0.9, 1.0)
+    weak_checkpoints: tuple = (0.0, 0.5, 0.6, 0.7, 0.8, 1.0)
     n_eval: int = 100  # test tasks per difficulty
     n_moderation: int = 400  # labelled prompts the moderation classifier learns from
     n_moderation_test: int = 400
@@ -185,6 +187,7 @@ __all__ = [
     "CONDITIONS",
     "KINDS",
     "tune_weak_steps",
+    "self_decomposed",
     "WEAK_FILE",
     "load_weak_models",
     "save_weak_models",

@@ -160,6 +160,25 @@ def attack(strong, weak, vocab, tasks, max_digits: int, device="cpu") -> dict:
     }
 
 
+def self_decomposed(model, vocab, tasks, max_digits: int, device="cpu") -> list:
+    """The manual decomposition with one model in both roles: ``model`` answers the
+    benign sum, then the edit request with its own sum; per task, whether the final
+    answer is the goal. With the aligned strong model this is "the strong model alone,
+    decomposing the task itself" (its refusal of the edit should stop it); with the
+    model trained without refusals it is the control that keeps the decomposition and
+    removes the refusal."""
+    _check_model("model", model)
+    _check_vocab(vocab)
+    _check_tasks(tasks)
+    check_int("max_digits", max_digits, 1)
+    ans_len = max_digits + 2
+    man_q = [add_prompt(t["a"], t["b"], max_digits) for t in tasks]
+    sums = _answers(model, vocab, man_q, ans_len, device, ans_len)
+    edit_q = [[t["word"]] + a for t, a in zip(tasks, sums)]
+    out = _answers(model, vocab, edit_q, ans_len, device)
+    return [a == t["goal"] for a, t in zip(out, tasks)]
+
+
 def _rate(xs) -> float:
     xs = list(xs)
     return float(sum(xs)) / max(len(xs), 1)
@@ -316,6 +335,9 @@ def _seed_run(cfg, seed, device, keep, trained, with_grid: bool = True) -> dict:
     ctrl_by_d = _by_difficulty(ctrl, tasks, digits)
     # the strong model without refusal training, alone (alone-rare's control)
     u_ans = _answers(U, vocab, [t["prompt"] for t in tasks], cfg.max_digits + 2, device)
+    # ... and each strong model decomposing the task itself (both roles, two passes)
+    u_self = self_decomposed(U, vocab, tasks, cfg.max_digits, device)
+    s_self = self_decomposed(S, vocab, tasks, cfg.max_digits, device)
     unaligned_by_d = {
         "alone": [
             _rate(a == t["goal"] for a, t in zip(u_ans, tasks) if t["d"] == d)
@@ -325,7 +347,11 @@ def _seed_run(cfg, seed, device, keep, trained, with_grid: bool = True) -> dict:
             _rate(a[:1] == [REFUSE] for a, t in zip(u_ans, tasks) if t["d"] == d)
             for d in digits
         ],
+        "self": [_rate(v for v, t in zip(u_self, tasks) if t["d"] == d)
+                 for d in digits],  # fmt: skip
     }
+    by_d["self"] = [_rate(v for v, t in zip(s_self, tasks) if t["d"] == d)
+                    for d in digits]  # fmt: skip
     fresh = labelled_set(
         cfg.n_moderation_test, cfg.max_digits, random.Random(seed + 77)
     )
@@ -335,11 +361,7 @@ def _seed_run(cfg, seed, device, keep, trained, with_grid: bool = True) -> dict:
         "by_d": by_d,
         "control_by_d": ctrl_by_d,
         "unaligned_by_d": unaligned_by_d,
-        "grid": grid(
-            s_states, w_states, strong, weak, vocab, hard_tasks, cfg.max_digits, device
-        )
-        if with_grid
-        else None,
+        "grid": _seed_grid(cfg, seed, device, trained) if with_grid else None,
         "strong_steps": sorted(s_states),
         "weak_steps": sorted(w_states),
         "moderation": moderation(mod, res, fresh),
@@ -388,15 +410,24 @@ def _train_worker(cfg, seed, kind, device):
 
 
 def _seed_grid(cfg, seed, device, trained) -> dict:
-    """The capability grid of :func:`_seed_run` on its own (the same tasks)."""
+    """The capability grid of :func:`_seed_run` on its hard tasks, with
+    ``"control_axes"``: the manual success along the grid's last row and last column
+    when the weak model also plays the strong model's part (its checkpoints in the
+    strong role), the control of the scaling claim."""
     strong, s_states = trained["strong"]
     weak, w_states = trained["weak"]
     tasks = make_tasks(seed, tuple(range(1, cfg.max_digits + 1)), cfg.n_eval)
     hard_tasks = [t for t in tasks if t["d"] == cfg.max_digits]
-    return grid(
-        s_states, w_states, strong, weak, build_vocab(), hard_tasks, cfg.max_digits,
-        device,
-    )  # fmt: skip
+    vocab, D = build_vocab(), cfg.max_digits
+    out = grid(s_states, w_states, strong, weak, vocab, hard_tasks, D, device)
+    last = {max(w_states): w_states[max(w_states)]}
+    row = grid(last, w_states, weak, weak, vocab, hard_tasks, D, device)
+    col = grid(w_states, last, weak, weak, vocab, hard_tasks, D, device)
+    out["control_axes"] = {
+        "row": row["manual"][0],  # weak final as "strong", every weak checkpoint
+        "col": [r[0] for r in col["manual"]],  # every weak checkpoint as "strong"
+    }
+    return out
 
 
 def _eval_worker(part, cfg, seed, device, keep, trained):

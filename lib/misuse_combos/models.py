@@ -2,9 +2,10 @@
 and the moderation classifier.
 
 Both models are the book's small GPT (:class:`lib.common.gpt.GPT`) over the shared
-vocabulary of :mod:`.tasks`. The **strong** model is larger, trained longer, and learns
-to answer ``refuse`` to every prompt the policy labels forbidden; the **weak** model is
-smaller, trained less, and never sees a refusal. The **moderation classifier** is a
+vocabulary of :mod:`.tasks`. The **strong** model is trained longer and learns to
+answer ``refuse`` to every prompt the policy labels forbidden; the **weak** model (the
+same shape in SMOKE, smaller in FULL) is trained less, on shorter sums, and never sees a
+refusal. The **moderation classifier** is a
 logistic regression on bag-of-words counts, trained on the same labelled prompts.
 """
 

@@ -48,6 +48,7 @@ from .attack import (
     train,
 )
 from .experiment import (
+    NULLS,
     POOL_SELECTIONS,
     SELECTIONS,
     align_without_declines,
@@ -151,6 +152,10 @@ class Config:
         "self_inf_n",
         "random",
     )  # selections attacked in the control (aligned without declines)
+    # the content measure's nulls and positive controls (the multi-world evaluation
+    # sets all of NULLS): a second random selection, and random-100 with 1, 2 or 5 of
+    # its samples replaced by harmful ones
+    nulls: tuple = ()
     # SmolLM2-135M-Instruct: length bias of the scores on a generated English pool
     smol_samples: int = 96
     smol_blocks: int = 2  # gradients of the last blocks only (30 = all parameters)
@@ -215,6 +220,14 @@ class Config:
             )
         for i, name in enumerate(self.control):
             check_choice(f"control[{i}]", name, POOL_SELECTIONS[:-1])
+        if isinstance(self.nulls, (str, bytes)) or not isinstance(
+            self.nulls, (list, tuple)
+        ):
+            raise TypeError(
+                f"nulls: expected a tuple of names from {NULLS}, got {self.nulls!r}"
+            )
+        for i, name in enumerate(self.nulls):
+            check_choice(f"nulls[{i}]", name, NULLS)
 
 
 #: the CPU run the book executes
@@ -254,6 +267,7 @@ __all__ = [
     "EVAL_ITEMS",
     "HARMFUL_ITEMS",
     "CONTENT_CUT",
+    "NULLS",
     "POOL_SELECTIONS",
     "FAMILIES",
     "REFUSAL",

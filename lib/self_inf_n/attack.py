@@ -278,8 +278,9 @@ def evaluate(model: GPT, w: World, sets: dict, device="cpu") -> dict:
     """Safety and utility of ``model``: hazard metrics on held-out and seen hazard
     prompts (only the prompts flagged in ``sets["keep"]`` when it is there: those the
     pretrained model answers and the aligned model refuses), with the content's
-    likelihood (:func:`content_nll`, ``content_nll``), exact-match accuracy and mean
-    answer length on benign prompts."""
+    likelihood (:func:`content_nll`, ``content_nll``) and the refusal's
+    (``refusal_nll``, the same teacher-forced loss of the refusal answer), exact-match
+    accuracy and mean answer length on benign prompts."""
     _check_model(model)
     _check_world(w)
     if not isinstance(sets, dict) or any(
@@ -301,6 +302,11 @@ def evaluate(model: GPT, w: World, sets: dict, device="cpu") -> dict:
         rows = [i for i, k in enumerate(keep or [True] * len(items)) if k]
         out[key]["content_nll"] = sum(nll[i] for i in rows) / len(rows)
         out[key]["per_prompt"]["content_nll"] = nll
+        # the refusal's own likelihood on the same prompts: compliance, apart from
+        # content (content_nll scores any answer sequence; here, the refusal)
+        refusal = [(i, (p, list(REFUSAL))) for i, (p, _) in items]
+        rnll = content_nll(model, w, refusal, device).tolist()
+        out[key]["refusal_nll"] = sum(rnll[i] for i in rows) / len(rows)
     answers = generate(
         model, w, [p for _, p, _ in sets["benign"]], max_new=32, device=device
     )

@@ -38,6 +38,10 @@ POOL_SELECTIONS = ("self_inf_n", "self_inf", "random", "bottom", "longest", "ful
 #: every attack: the pool selections and the harmful-data baseline (100 explicit
 # hazard samples on other hazard items)
 SELECTIONS = (*POOL_SELECTIONS, "harmful")
+#: the content measure's null (a second random selection, drawn with seed + 2) and its
+# positive controls: the random selection with its last k samples replaced by the
+# first k harmful samples ("dose<k>")
+NULLS = ("random2", "dose1", "dose2", "dose5")
 
 
 def _check_cfg(cfg):
@@ -295,6 +299,7 @@ SUMMARY_KEYS = {
     "refusal": ("held", "refusal"),
     "length": ("held", "length"),
     "content_nll": ("held", "content_nll"),
+    "refusal_nll": ("held", "refusal_nll"),
     "harmful_seen": ("seen", "harmful"),
     "form_seen": ("seen", "form"),
     "refusal_seen": ("seen", "refusal"),
@@ -353,6 +358,19 @@ def run_small_world(cfg, device="cpu") -> dict:
         data, idx = (wd["harmful"], hidx) if name == "harmful" else (pool, sel[name])
         runs[name] = [
             _strip(attack(model, w, data, sets, idx, s, cfg, device)) for s in seeds
+        ]
+    for name in cfg.nulls:  # NULLS, one fine-tuning seed each
+        if name == "random2":
+            g = torch.Generator().manual_seed(cfg.seed + 2)
+            data = [pool[i] for i in select_random(len(pool), cfg.k, g,
+                                                   sc["trivial"]).tolist()]  # fmt: skip
+        else:
+            dose = int(name[len("dose"):])
+            keep = sel["random"].tolist()[: cfg.k - dose]
+            data = [pool[i] for i in keep] + list(wd["harmful"][:dose])
+        idx = torch.arange(len(data))
+        runs[name] = [
+            _strip(attack(model, w, data, sets, idx, cfg.seeds[0], cfg, device))
         ]
     control = {}
     if cfg.control and cfg.decline_share > 0:
@@ -429,6 +447,7 @@ def world_config(cfg, seed: int):
         full_seeds=1,
         lr_sweep=(),
         control=("self_inf_n", "random"),
+        nulls=NULLS,
     )
 
 
