@@ -9,6 +9,9 @@ fine-tunes on the Self-Inf-N, vanilla Self-Inf and random selections at 2e-4, 1e
 worlds, and benign fine-tuning starts to cost accuracy) and 1.5e-3 (the chapter's
 earlier rate), with the claims' one fine-tuning seed per world; and once more with
 the official repository's fine-tuning recipe in place of ours (:func:`official_ft`).
+Each rate also fine-tunes on the 100 harmful samples (our recipe), so that the
+content share of the ledger's content-vs-random row,
+(NLL_random - NLL_SelfInfN) / (NLL_random - NLL_harmful), can be read at every rate.
 It writes
 ``results/self_inf_n.high_lr.json``; no claim is judged on it, it is reported beside
 the ledger.
@@ -33,7 +36,7 @@ from lib import self_inf_n as S  # noqa: E402
 
 LRS = (2e-4, 1e-3, 1.5e-3)
 NAMES = ("self_inf_n", "self_inf", "random")
-KEYS = ("harmful", "form", "refusal", "length")
+KEYS = ("harmful", "form", "refusal", "length", "content_nll", "refusal_nll")
 
 
 def _row(ev: dict) -> dict:
@@ -81,6 +84,10 @@ def world(seed: int) -> dict:
             name: _row(S.attack(model, w, pool, sets, sel[name], seed, cl))
             for name in NAMES
         }
+        # the harmful-data reference of content-vs-random's share, at the same rate
+        rec[str(lr)]["harmful"] = _row(
+            S.attack(model, w, wd["harmful"], sets, torch.arange(c.k), seed, cl)
+        )
         if lr <= 1e-3:  # the official recipe (random and Self-Inf-N)
             rec["official " + str(lr)] = {
                 name: _row(
@@ -112,6 +119,8 @@ if __name__ == "__main__":
             f"world {s} at 1e-3: refusal Self-Inf-N {r['self_inf_n']['refusal']:.2f}"
             f" random {r['random']['refusal']:.2f}; harm "
             f"{r['self_inf_n']['harmful']:.2f} / {r['random']['harmful']:.2f} "
-            f"({out['wall_time_s']:.0f} s)",
+            f"; content NLL {r['self_inf_n']['content_nll']:.2f} / "
+            f"{r['random']['content_nll']:.2f} / harmful {r['harmful']['content_nll']:.2f}"
+            f" ({out['wall_time_s']:.0f} s)",
             flush=True,
         )

@@ -321,8 +321,18 @@ def _cases_egf():
         chain_samples=8,
         chain_steps=2,
         claim_seeds=(0,),
+        sphere_width=4,
+        sphere_depth=1,
+        sphere_steps=2,
+        sphere_batch=8,
+        sphere_quad=64,
+        vmf_components=(1,),
+        vmf_iters=2,
     )
     maps = E.make_maps("sl2")
+    rots = E.make_rotations("pi4")
+    spts = lambda: E.fibonacci_sphere(6)  # noqa: E731
+    axis = T(0.0, 0.0, 1.0)
     pts = lambda: torch.rand(
         6, 2, dtype=F64, generator=torch.Generator().manual_seed(0)
     )  # noqa: E731
@@ -370,7 +380,60 @@ def _cases_egf():
         ),
         Case(ch, "periodic_features", E.periodic_features, lambda: dict(x=pts())),
         Case(ch, "EGF", E.EGF, lambda: dict(maps=maps, width=4, depth=1)),
-        Case(ch, "MoserFlow", E.MoserFlow, lambda: dict(width=4, depth=1)),
+        Case(
+            ch,
+            "MoserFlow",
+            E.MoserFlow,
+            lambda: dict(width=4, depth=1, space="sphere"),
+        ),
+        Case(ch, "SphereMaps", E.SphereMaps, lambda: dict(mats=rots.mats.clone())),
+        Case(ch, "make_rotations", E.make_rotations, lambda: dict(kind="pi2")),
+        Case(ch, "fibonacci_sphere", E.fibonacci_sphere, lambda: dict(n=5)),
+        Case(
+            ch,
+            "lonlat_to_xyz",
+            E.lonlat_to_xyz,
+            lambda: dict(lon=T(10.0, -170.0), lat=T(45.0, -20.0)),
+        ),
+        Case(ch, "load_volcanoes", E.load_volcanoes, lambda: dict()),
+        Case(
+            ch,
+            "surface_divergence",
+            E.surface_divergence,
+            lambda: dict(
+                field=lambda y: torch.linalg.cross(axis.expand_as(y), y), x=spts()
+            ),
+        ),
+        Case(
+            ch,
+            "fit_vmf_mixture",
+            E.fit_vmf_mixture,
+            lambda: dict(
+                x=spts(),
+                k=2,
+                iters=3,
+                generator=torch.Generator().manual_seed(0),
+                kappa_max=100.0,
+            ),
+        ),
+        Case(
+            ch,
+            "vmf_mixture_logpdf",
+            E.vmf_mixture_logpdf,
+            lambda: dict(
+                x=spts(),
+                weights=T(0.3, 0.7),
+                means=E.fibonacci_sphere(2),
+                kappas=T(2.0, 5.0),
+            ),
+        ),
+        Case(
+            ch,
+            "fit_sphere",
+            E.fit_sphere,
+            lambda: dict(name="egf", cfg=TINY, seed=0, lr=1e-3),
+            {"cfg": "obj", "seed": "nonneg"},
+        ),
         Case(
             ch,
             "kl_weak_fm_loss",
@@ -3292,6 +3355,14 @@ def _cases_self_inf_n():
             lambda: dict(n=4, n_blocks=1, seed=0, device="cpu", model_tok=None),
             {"seed": "nonneg"},
             skip=("model_tok",),
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "smollm_length_bias_async",
+            S.smollm_length_bias_async,
+            lambda: dict(n=4, n_blocks=1, seed=0, device="cpu", threads=1),
+            {"seed": "nonneg"},
             baseline=False,
         ),
         Case(

