@@ -10,16 +10,24 @@ CHAPTERS = $(if $(SLUG),book/$(SLUG).ipynb,$(filter-out book/_%,$(wildcard book/
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
                --nbval-cell-timeout=600 -p no:cacheprovider --durations=0
 # JOBS: pytest-xdist workers for `make unit` (one test file per worker, one BLAS/OpenMP/torch
-# thread each so that workers do not oversubscribe the cores; default: one per CPU). NBVAL_JOBS:
+# thread each so that workers do not oversubscribe the cores; default: one per CPU) and for
+# `make html` (one page's browser checks per worker). NBVAL_JOBS:
 # workers for `make nbval` (one notebook per worker), default 1. The kernels keep the chapters'
 # own thread settings, so a parallel run prints what a serial one does (forcing one thread per
 # worker would change digits in the chapters that use two), but on two cores it oversubscribes:
 # with NBVAL_JOBS=2 memorization (two torch threads) and local_ect (scikit-learn's OpenMP
-# boosting) ran side by side and both passed the 600 s cell limit, where alone each takes about
-# 3 minutes. Runtimes for the status page come from serial runs (see conftest.py).
+# boosting) ran side by side and both passed the 600 s cell limit while their idle threads spun
+# (now passive, see below), where alone each takes about 3 minutes. Runtimes for the status page come from serial runs (see conftest.py).
 JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
 NBVAL_JOBS ?= 1
 xdist       = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadfile,-p no:xdist)
+# Two notebooks side by side: OpenMP threads sleep instead of spinning while they wait
+# (OMP_WAIT_POLICY=PASSIVE; no effect on results). With spinning, memorization (two torch
+# threads) and local_ect (OpenMP boosting) once ran past the 600 s cell limit side by side;
+# passive, the pair took 318 s and 173 s (alone 176 s and 121 s).
+passive     = $(if $(filter-out 0 1,$(1)),OMP_WAIT_POLICY=PASSIVE)
+# the browser checks: one page's checks in one worker (conftest.py marks them by page)
+xdist_pages = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadgroup,-p no:xdist)
 one_thread  = $(if $(filter-out 0 1,$(1)),OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
               BOOK_THREADS=1)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -79,7 +87,7 @@ unit: setup
 	  --ignore=tests/test_pdf.py -p no:cacheprovider -q $(call xdist,$(JOBS))
 
 nbval: setup
-	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(BIN)/python -m pytest \
+	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(call passive,$(NBVAL_JOBS)) $(BIN)/python -m pytest \
 	  $(NBVAL_FLAGS) $(call xdist,$(NBVAL_JOBS)) $(CHAPTERS)
 
 ## make status: the status page, the README's chapter table and the claims ledger page, from the last
@@ -95,7 +103,7 @@ claims: setup
 	$(BIN)/python scripts/make_claims_page.py
 
 html: setup
-	$(BIN)/python -m pytest tests/test_html.py -p no:cacheprovider -q -rs
+	$(BIN)/python -m pytest tests/test_html.py -p no:cacheprovider -q -rs $(call xdist_pages,$(JOBS))
 
 chromium:
 	bash scripts/install_chromium.sh

@@ -39,6 +39,19 @@ def pytest_configure(config):
     )
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make html`` with JOBS > 1, ``--dist loadgroup``), the browser
+    checks of one page run in one worker, which probes the page once (test_html caches
+    each page's probe per process)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        page = params.get("chapter") or params.get("page")
+        if item.nodeid.startswith("tests/test_html.py") and page:
+            item.add_marker(pytest.mark.xdist_group(str(page)))
+
+
 def _notebook(nodeid: str):
     path = nodeid.split("::", 1)[0]
     return path if path.endswith(".ipynb") else None
