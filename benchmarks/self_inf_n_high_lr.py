@@ -120,7 +120,8 @@ if __name__ == "__main__":
             f" random {r['random']['refusal']:.2f}; harm "
             f"{r['self_inf_n']['harmful']:.2f} / {r['random']['harmful']:.2f} "
             f"; content NLL {r['self_inf_n']['content_nll']:.2f} / "
-            f"{r['random']['content_nll']:.2f} / harmful {r['harmful']['content_nll']:.2f}"
+            f"{r['random']['content_nll']:.2f} / harmful "
+            f"{r['harmful']['content_nll']:.2f}"
             f" ({out['wall_time_s']:.0f} s)",
             flush=True,
         )

@@ -2,6 +2,7 @@
 and selections, the evaluation, the SmolLM2 scorer on a tiny random Llama, bad inputs,
 the entry point, CUDA parity."""
 
+import copy
 import dataclasses
 import math
 import os
@@ -593,6 +594,39 @@ def test_tiny_pipeline_runs_end_to_end():
         )["control_no_declines"]
         == {}
     )  # no declines: nothing to control
+
+
+def test_nulls_are_a_second_random_draw_and_harmful_doses(monkeypatch):
+    """content-dose's arms: dose<k> is the random selection with its last k samples
+    replaced by the first k harmful ones (same fine-tuning seed); random2 is another
+    random draw of the pool (content-dose's control)."""
+    import lib.self_inf_n.experiment as E
+
+    calls, first = [], []
+    real = E.attack
+
+    def spy(aligned, w, pool, sets, idx, seed, cfg, device="cpu"):
+        calls.append(([pool[i] for i in idx.tolist()], seed))
+        if not first:  # one real attack; the others reuse its record (the test
+            # checks what each attack is given, not what it gives)
+            first.append(real(aligned, w, pool, sets, idx, seed, cfg, device))
+        return copy.deepcopy(first[0])
+
+    monkeypatch.setattr(E, "attack", spy)
+    cfg = dataclasses.replace(
+        TINY, nulls=("random2", "dose2"), lr_sweep=(), control=(), decline_share=0.0
+    )
+    out = E.run_small_world(cfg, "cpu")
+    assert {"random2", "dose2"} <= set(out["runs"])
+    pool_answers = out["scores"]["answers"]
+    rnd = [pool_answers[i] for i in out["selections"]["random"]]
+    n_sel = len(E.SELECTIONS)  # one attack per selection (one seed; full: one seed)
+    random2, dose2 = calls[n_sel][0], calls[n_sel + 1][0]
+    assert calls[n_sel][1] == calls[n_sel + 1][1] == cfg.seeds[0]
+    as_text = [" ".join(a) for _, _, a in dose2]
+    assert as_text[: cfg.k - 2] == rnd[: cfg.k - 2] and len(dose2) == cfg.k
+    assert all(f == "harmful" for f, _, _ in dose2[cfg.k - 2 :])
+    assert [" ".join(a) for _, _, a in random2] != rnd and len(random2) == cfg.k
 
 
 def test_package_imports_without_transformers_and_cli_help():
