@@ -189,6 +189,34 @@ def test_tiny_run_and_claims_bookkeeping():
     assert len(It.judge(m)) == len(It.CLAIMS)
 
 
+def test_the_comparisons_are_judged_only_when_the_series_is_read():
+    """reads-series gates the comparisons between bridges: where ITFormer scores the
+    same with the right and a shuffled series, they are "not tested here"; where it
+    reads the series, they are judged by their own rules."""
+    from lib.itformer.claims import GATED
+
+    seeds = (10, 11, 12)
+
+    def measured(read: float) -> dict:
+        m = {
+            c.id: {
+                "values": dict.fromkeys(seeds, 0.2),
+                "control": dict.fromkeys(seeds, 0.0),
+            }
+            for c in It.CLAIMS
+            if c.rule is not None
+        }
+        m["reads-series"] = {"values": dict.fromkeys(seeds, read), "control": {}}
+        return m
+
+    closed = {r.claim.id: r.verdict for r in It.judge(measured(0.0))}
+    assert closed["reads-series"] == "not reproduced"
+    assert all(closed[g] == "not tested here" for g in GATED)
+    opened = {r.claim.id: r.verdict for r in It.judge(measured(0.2))}
+    assert opened["reads-series"] == "partly reproduced"  # no negative control
+    assert all(opened[g] in ("reproduced", "partly reproduced") for g in GATED)
+
+
 def test_joint_training_equals_training_alone():
     bb = It.prepare_backbone(TINY)
     prep = It.prepare_seed(TINY, 3, backbone=bb)

@@ -27,11 +27,24 @@ verdicts. In a first run (same settings and rules), ``expect`` had been set from
 notebook seeds alone, where ``gap-specific`` came out partly reproduced only because
 its control holds as well (the linear bridge happened to settle on better constant
 answers to the global questions); on the held-out seeds it did not hold, so the
-ledger's verdict is not reproduced and ``expect`` now says so. No rule or setting was
-changed.
+ledger's verdict was not reproduced (since the gate below: "not tested here"). No rule
+or setting was changed.
+
+The gate (an outside referee's finding): at this budget no bridge reads the series
+(ITFormer scores exactly the same with each unit's own series and with another unit's
+on every seed), so the comparisons between bridges compare constant answers and could
+not tell one bridge from another. ``reads-series`` is their positive control: ITFormer
+with the right series minus ITFormer with a shuffled one, at least 0.05 of the closed
+questions (written after the shuffled arm had come out identical on all 11 seeds; any
+positive threshold gives the same verdict there). When it is not reproduced on a seed
+set, :func:`judge` records every comparison in :data:`GATED` as "not tested here",
+keeping its measured values for the table. The 0.05 would have passed in the referee's
+longer run (1500 steps at 1e-3 on seed 2001: 0.561 against 0.379).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from lib.common.claims import Claim, Rule, judge_all, seed_list
 
@@ -42,6 +55,17 @@ NOTEBOOK_SEEDS = (10, 11, 12)
 
 CLAIMS = (
     Claim(
+        "reads-series",
+        "the bridge reads the series: ITFormer answers better with each unit's own "
+        "series than with another unit's (the comparisons' positive control)",
+        paper="every comparison of bridges presumes it (not a claim of the paper)",
+        where="our addition, after an outside referee's review",
+        statistic="ITFormer with the right series − with a shuffled one, accuracy on "
+        "closed questions",
+        rule=Rule.at_least(0.05),
+        expect="not reproduced",
+    ),
+    Claim(
         "beats-text",
         "reading the series through ITFormer answers far better than text alone",
         paper="time-series-aware models beat text-only LLMs by wide margins on all "
@@ -51,7 +75,7 @@ CLAIMS = (
         rule=Rule.at_least(0.10),
         control="the same ITFormer tested with every question paired with another "
         "unit's series",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "beats-qformer",
@@ -62,7 +86,7 @@ CLAIMS = (
         rule=Rule.at_least(0.03),
         control="ITFormer without the question (instruct tokens alone) in ITFormer's "
         "place",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "qformer-ge-linear",
@@ -72,7 +96,7 @@ CLAIMS = (
         statistic="Q-Former − linear, accuracy on closed questions",
         rule=Rule.at_least(0.0),
         control="text-only in Q-Former's place",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "gap-specific",
@@ -83,7 +107,7 @@ CLAIMS = (
         "questions",
         rule=Rule.at_least(0.03),
         control="Q-Former (no question) in ITFormer's place",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "ablate-ita",
@@ -93,7 +117,7 @@ CLAIMS = (
         statistic="ITFormer − (−ITA), accuracy on specific questions",
         rule=Rule.at_least(0.02),
         control="the same difference on the global questions",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "ablate-instruct",
@@ -104,7 +128,7 @@ CLAIMS = (
         "specific questions",
         rule=Rule.at_least(0.03),
         control="the same difference on the global questions",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "ablate-tpe",
@@ -114,7 +138,7 @@ CLAIMS = (
         statistic="ITFormer − (−TPE), accuracy on the onset questions",
         rule=Rule.at_least(0.03),
         control="the same difference on the global questions",
-        expect="not reproduced",
+        expect="not tested here",
     ),
     Claim(
         "param-ratio",
@@ -130,6 +154,19 @@ CLAIMS = (
         where="repo: README FAQ; issues #3, #19, #26",
         expect="not tested here",
     ),
+)
+
+
+#: the comparisons that need the series to be read (judged only when reads-series
+#: holds on the seed set, else "not tested here")
+GATED = (
+    "beats-text",
+    "beats-qformer",
+    "qformer-ge-linear",
+    "gap-specific",
+    "ablate-ita",
+    "ablate-instruct",
+    "ablate-tpe",
 )
 
 
@@ -151,6 +188,7 @@ def measure_from_runs(runs: dict) -> dict:
         it, sh, tx = r["itformer"], r["itformer_shuffled"], r["text"]
         qf, li, ni = r["qformer"], r["linear"], r["no_instruct"]
         na, nt = r["no_ita"], r["no_tpe"]
+        out["reads-series"]["values"][s] = float(it["closed"] - sh["closed"])
         put("beats-text", s, it["closed"] - tx["closed"], sh["closed"] - tx["closed"])
         put(
             "beats-qformer",
@@ -192,5 +230,14 @@ def measure_claims(cfg, seeds, device="cpu", runs: dict | None = None) -> dict:
 
 
 def judge(measured: dict) -> list:
-    """:func:`lib.common.claims.evaluate` for every claim (untested ones included)."""
-    return judge_all(CLAIMS, measured)
+    """:func:`lib.common.claims.evaluate` for every claim (untested ones included); the
+    comparisons in :data:`GATED` are "not tested here" when ``reads-series`` is not
+    reproduced on these seeds."""
+    results = judge_all(CLAIMS, measured)
+    gate = next(r for r in results if r.claim.id == "reads-series")
+    if gate.verdict in ("reproduced", "partly reproduced"):
+        return results
+    return [
+        dataclasses.replace(r, verdict="not tested here") if r.claim.id in GATED else r
+        for r in results
+    ]
