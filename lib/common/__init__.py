@@ -24,7 +24,9 @@ Everything here is small, tested and device-agnostic:
 - :mod:`lib.common.edm` — EDM's preconditioning and Karras σ's, shared by the diffusion
   chapters (imported as a submodule);
 - :mod:`lib.common.gpt` — a small GPT, a token vocabulary, the masked LM loss, sampling
-  and a training loop, shared by the language-model chapters (imported as a submodule).
+  and a training loop, shared by the language-model chapters (imported as a submodule);
+- :mod:`lib.common.smollm` — SmolLM2-135M-Instruct loaded offline from its wheel
+  (self_inf_n, itformer; imported as a submodule, transformers only when called).
 """
 
 from .device import device, set_threads

