@@ -476,9 +476,16 @@ def _cases_egf():
             ch,
             "run_experiment",
             E.run_experiment,
-            lambda: dict(cfg=TINY, device="cpu"),
-            {"cfg": "obj"},
+            lambda: dict(cfg=TINY, device="cpu", processes=1),
+            {"cfg": "obj", "processes": "count"},
             baseline=False,
+        ),
+        Case(
+            ch,
+            "pool_map",
+            E.pool_map,
+            lambda: dict(fn=max, jobs=[(1, 2), (3, 4)], processes=1),
+            {"jobs": "seq", "processes": "count"},
         ),
         Case(
             ch,
@@ -6688,6 +6695,8 @@ def _cases_itformer():
 #: (chapter, case, argument, label) whose outcome may be "silent": a bad-looking value
 # that is in fact valid.
 ALLOWED: dict = {
+    # no jobs, no results: an empty list is the right answer
+    ("egf", "pool_map", "jobs", "empty"): "an empty job list maps to []",
     # +inf in a log-statistic is a martingale that has grown without bound (and -inf one
     # that lost all its capital): an alarm at that step (or none) is the right answer,
     # unlike NaN, which is rejected.

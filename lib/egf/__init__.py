@@ -15,17 +15,22 @@ Key equation (the star inflow in closed form, and the virtual terminal flow):
     f̂_term = f_init + f*← − f→,   ∫ f̂_term = ∫ f_init = 1.
 
 No public code. ``__all__`` is the public API; the training helpers (``train``,
-``evaluate``, ``fit_kde``, ``tune_lr``, ``chain_stats``) live in :mod:`.experiment`.
-Modules: :mod:`.torus` (maps, targets, KDE), :mod:`.models` (EGF,
-Moser Flow, losses, chain sampling), :mod:`.experiment` (training and the chapter's
-runs), :mod:`.claims`, :mod:`.reference` (naive versions for tests).
+``evaluate``, ``fit_kde``, ``tune_lr``, ``chain_stats``) live in :mod:`.experiment`,
+the sphere's (``sphere_fits``, ``tune_sphere_lr``, ``fit_vmf``) in :mod:`.earth`.
+Modules: :mod:`.torus` (maps, targets, KDE), :mod:`.sphere` (rotations, the volcano
+catalogue, surface divergence, vMF mixture by EM), :mod:`.models` (EGF, Moser Flow on
+either space, losses, chain sampling), :mod:`.experiment` (training and the chapter's
+torus runs), :mod:`.earth` (the volcano runs), :mod:`.claims`, :mod:`.reference`
+(naive versions for tests).
 """
 
+import math
 from dataclasses import dataclass
 
 from lib.common import check_int, check_numbers, check_positive
 
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
+from .earth import SPHERE_MODELS, fit_sphere
 from .experiment import (
     MODELS,
     build_model,
@@ -33,12 +38,14 @@ from .experiment import (
     evaluate,
     fit_kde,
     fit_one,
+    pool_map,
     run_experiment,
     train,
     tune_lr,
 )
 from .models import (
     EGF,
+    SPACES,
     MoserFlow,
     density_on_grid,
     fm_loss,
@@ -46,6 +53,17 @@ from .models import (
     kl_weak_fm_loss,
     periodic_features,
     sample_chain,
+)
+from .sphere import (
+    ROTATION_KINDS,
+    SphereMaps,
+    fibonacci_sphere,
+    fit_vmf_mixture,
+    load_volcanoes,
+    lonlat_to_xyz,
+    make_rotations,
+    surface_divergence,
+    vmf_mixture_logpdf,
 )
 from .torus import (
     MAP_KINDS,
@@ -80,6 +98,19 @@ class Config:
     bandwidths: tuple = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06)  # KDE
     chain_samples: int = 4000
     chain_steps: int = 100
+    # the sphere (volcanoes): both networks sphere_depth × sphere_width
+    sphere_width: int = 32
+    sphere_depth: int = 3
+    sphere_steps: int = 600
+    sphere_batch: int = 64
+    # the penalty's weight on S²: b times the area 4π (the penalty averages over probe
+    # points, so this weighs a unit of negative mass as b does on the unit torus)
+    sphere_b: float = 40 * math.pi
+    lr_sphere_egf: float = 0.03  # chosen on TUNING_SEEDS (see .claims)
+    lr_sphere_moser: float = 0.1
+    sphere_quad: int = 20000  # Fibonacci points for ∫f̂⁺ on S²
+    vmf_components: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # on validation
+    vmf_iters: int = 100
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
     def __post_init__(self):
@@ -89,7 +120,28 @@ class Config:
         check_int("grid", self.grid, 2)
         check_int("chain_samples", self.chain_samples, 1)
         check_int("chain_steps", self.chain_steps, 1)
-        for name in ("b", "eps", "lr_egf", "lr_moser", "lr_moser_large"):
+        for name in (
+            "sphere_width",
+            "sphere_depth",
+            "sphere_steps",
+            "sphere_batch",
+            "sphere_quad",
+            "vmf_iters",
+        ):
+            check_int(name, getattr(self, name), 1)
+        check_numbers(
+            "vmf_components", self.vmf_components, lambda n, v: check_int(n, v, 1)
+        )
+        for name in (
+            "b",
+            "eps",
+            "lr_egf",
+            "lr_moser",
+            "lr_moser_large",
+            "lr_sphere_egf",
+            "lr_sphere_moser",
+            "sphere_b",
+        ):
             check_positive(name, getattr(self, name))
         check_numbers("bandwidths", self.bandwidths, check_positive)
         if max(self.bandwidths) > 0.2:
@@ -105,8 +157,19 @@ class Config:
 
 #: the CPU run the book executes
 SMOKE = Config()
-#: closer to the paper's budget: longer training, a finer grid (a GPU run)
-FULL = Config(steps=3000, batch=1024, n_train=20000, grid=256, chain_samples=20000)
+#: closer to the paper's budget: longer training, a finer grid, and on the sphere wider
+#: networks (both 4 × 128) trained ten times longer (a GPU run)
+FULL = Config(
+    steps=3000,
+    batch=1024,
+    n_train=20000,
+    grid=256,
+    chain_samples=20000,
+    sphere_width=128,
+    sphere_depth=4,
+    sphere_steps=3000,
+    sphere_batch=512,
+)
 
 __all__ = [
     "Config",
@@ -125,6 +188,18 @@ __all__ = [
     "periodic_features",
     "EGF",
     "MoserFlow",
+    "SPACES",
+    "ROTATION_KINDS",
+    "SphereMaps",
+    "make_rotations",
+    "fibonacci_sphere",
+    "lonlat_to_xyz",
+    "load_volcanoes",
+    "surface_divergence",
+    "fit_vmf_mixture",
+    "vmf_mixture_logpdf",
+    "SPHERE_MODELS",
+    "fit_sphere",
     "kl_weak_fm_loss",
     "fm_loss",
     "density_on_grid",
@@ -132,6 +207,7 @@ __all__ = [
     "sample_chain",
     "fit_one",
     "run_experiment",
+    "pool_map",
     "CLAIMS",
     "NOTEBOOK_SEEDS",
     "TUNING_SEEDS",

@@ -24,6 +24,31 @@ in both cases, so longer training is unlikely to turn the verdicts. The rule's m
 (0.1 nats) was fixed before the tuned runs, after one untuned run on tuning seed 0
 (rate 3e-3, 150 steps: EGF 0.38, Moser 3×32 0.69). Both claims are recorded as not
 reproduced.
+
+The volcano claim (``volcano-nll``): the statistic (test NLL of the small Moser Flow
+minus that of the small EGF, both 3×32 MLPs on the coordinates, same loss, steps,
+batch and penalty; 20 % of the volcanoes held out per seed), the margin (0.1 nats, as
+on the torus) and the control (the EGF on rotations by π/2) were written before any
+sphere run. Everything below was chosen on :data:`TUNING_SEEDS`, by the validation
+split (10 %), never the test split. (1) A first run on tuning seed 0 with the torus's
+b = 10 (300 steps × 256 points, rate 1e-2) left every network with a negative mass of
+1.1–1.2: the penalty is an average
+over probe points, so on a sphere of area 4π it weighs a unit of negative mass 4π
+times less than on the unit torus. The sphere's penalty is therefore b · 4π = 40π for
+every network (negative mass then ≤ 0.01). (2) At 200 steps × 256 points (rate 1e-2)
+both networks stayed far from the data on seed 0 (validation NLL: EGF 1.89, Moser 2.09;
+the uniform density scores 2.53). With the rates a first grid at 200 × 256 picked (3e-2
+and 1e-1), trading batch for steps at the same cost helped both: 400 × 128 gave 1.65
+and 1.89, 800 × 64 gave 1.45 and 1.82. So the budget is 600 × 64, what the notebook's
+time allows, and the rates were tuned again there. (3) Learning rates from
+{3e-3, 1e-2, 3e-2, 1e-1, 3e-1}, mean validation NLL over seeds 0–1: EGF 2.083 1.860
+1.533 2.531 2.531; Moser 2.149 1.999 1.851 1.849 2.053. So the EGF uses 3e-2 and
+Moser 1e-1 (3e-2 is within 0.003), both inside the grid, as at 200 × 256. The control
+uses the EGF's rate. (4) The vMF mixture's
+number of components is chosen per seed on the validation split from {1, 2, 4, …,
+512}; on tuning seed 0 grids ending at 64 and then 256 had put the choice at their
+edge. The verdict is recorded as partly reproduced: the EGF beats Moser Flow by the
+margin, but so does the non-ergodic control.
 """
 
 from __future__ import annotations
@@ -42,6 +67,15 @@ _STAT = (
 _CTRL = (
     "the EGF's SL2(Z) maps replaced by translations by rational shifts (a finite "
     "group: not ergodic)"
+)
+
+_STAT_S2 = (
+    "test NLL(small Moser) − test NLL(small EGF), nats, on 20 % of the GVP volcanoes "
+    "held out per seed"
+)
+_CTRL_S2 = (
+    "the EGF's rotations by π/4 replaced by rotations by π/2 (they generate the "
+    "24-element octahedral group: not ergodic)"
 )
 
 CLAIMS = (
@@ -67,11 +101,23 @@ CLAIMS = (
         expect="not reproduced",
     ),
     Claim(
+        "volcano-nll",
+        "on the volcano catalogue on the sphere a small EGF reaches a lower test NLL "
+        "than an equally small Moser Flow",
+        paper="NLL Volcano: EGF −2.31, Moser Flow −2.02 (mixture of vMF −0.31); "
+        "the NOAA eruption data, not ours",
+        where="Table 1 (Earth data on S²)",
+        statistic=_STAT_S2,
+        rule=Rule.at_least(0.1),
+        control=_CTRL_S2,
+        expect="partly reproduced",
+    ),
+    Claim(
         "earth-nll",
-        "on Earth data on the sphere the EGF has a lower NLL than Moser Flow",
-        paper="NLL Volcano −2.31 vs −2.02, Earthquake −0.12 vs −0.09, Flood 0.56 vs "
-        "0.62",
-        where="Table 1 (NASA data on S²)",
+        "on earthquake and flood data on the sphere the EGF has a lower NLL than Moser "
+        "Flow",
+        paper="NLL Earthquake −0.12 vs −0.09, Flood 0.56 vs 0.62",
+        where="Table 1 (Earth data on S²)",
         expect="not tested here",
     ),
     Claim(
@@ -92,21 +138,73 @@ CLAIMS = (
 )
 
 
-def claim_fits(cfg, seeds, device="cpu") -> dict:
-    """KL (quadrature) of the small EGF, the small Moser Flow and the control per
-    target and
-    seed: ``{target: {model: {seed: kl}}}``."""
-    from .experiment import _check_cfg, fit_one
+def _claim_job(space: str, model: str, target: str, cfg, seed: int, device) -> float:
+    """One fit of :func:`claim_fits`: a torus KL or the sphere's metrics."""
+    from .earth import sphere_fit_metrics
+    from .experiment import fit_one
+
+    if space == "torus":
+        return fit_one(model, target, cfg, seed, device=device)[1]["kl"]
+    return sphere_fit_metrics(model, cfg, seed, device)
+
+
+_TORUS_ARMS = ("egf", "moser", "egf_rational")
+
+
+def claim_jobs(cfg, seeds, device="cpu") -> list:
+    """The independent fits of :func:`claim_fits`, as argument tuples of
+    :func:`_claim_job` (torus arms by target, then the sphere's models, seed by seed)."""
+    from .earth import SPHERE_MODELS
+    from .experiment import _check_cfg
     from .torus import TARGETS
 
     _check_cfg(cfg)
     seeds = seed_list(seeds)
-    out = {t: {m: {} for m in ("egf", "moser", "egf_rational")} for t in TARGETS}
-    for t in TARGETS:
-        for m in out[t]:
-            for s in seeds:
-                out[t][m][s] = fit_one(m, t, cfg, s, device=device)[1]["kl"]
+    jobs = [
+        ("torus", m, t, cfg, s, device)
+        for t in TARGETS
+        for m in _TORUS_ARMS
+        for s in seeds
+    ]
+    jobs += [
+        ("sphere", m, "", cfg, s, device)
+        for m in (*SPHERE_MODELS, "vmf")
+        for s in seeds
+    ]
+    return jobs
+
+
+def claim_fits_from(done: list, seeds) -> dict:
+    """:func:`claim_fits`' dict from the results of :func:`claim_jobs`, in order."""
+    from .earth import SPHERE_MODELS
+    from .torus import TARGETS
+
+    seeds = seed_list(seeds)
+    it = iter(done)
+    out = {t: {m: {s: next(it) for s in seeds} for m in _TORUS_ARMS} for t in TARGETS}
+    out["volcano"], out["volcano_detail"] = {}, {}
+    for m in (*SPHERE_MODELS, "vmf"):
+        out["volcano"][m], out["volcano_detail"][m] = {}, {}
+        for i, s in enumerate(seeds):
+            d = next(it)
+            if i > 0:  # the density maps are kept for the first seed only
+                d.pop("density_map")
+            out["volcano"][m][s] = d["test_nll"]
+            out["volcano_detail"][m][s] = d
     return out
+
+
+def claim_fits(cfg, seeds, device="cpu", processes: int = 1) -> dict:
+    """KL (quadrature) of the small EGF, the small Moser Flow and the control per
+    torus target and seed: ``{target: {model: {seed: kl}}}``; under ``"volcano"`` the
+    sphere's test NLLs ``{model: {seed: nll}}`` (models of
+    :data:`lib.egf.earth.SPHERE_MODELS` and ``"vmf"``), with their other metrics
+    under ``"volcano_detail"``. ``processes`` > 1 runs the fits in worker processes
+    (:func:`lib.egf.experiment.pool_map`; the same numbers)."""
+    from .experiment import pool_map
+
+    jobs = claim_jobs(cfg, seeds, device)
+    return claim_fits_from(pool_map(_claim_job, jobs, processes), seeds)
 
 
 def measure_claims(cfg, seeds, device="cpu", fits: dict | None = None) -> dict:
@@ -122,6 +220,11 @@ def measure_claims(cfg, seeds, device="cpu", fits: dict | None = None) -> dict:
             "values": {s: f["moser"][s] - f["egf"][s] for s in f["egf"]},
             "control": {s: f["moser"][s] - f["egf_rational"][s] for s in f["egf"]},
         }
+    f = fits["volcano"]
+    out["volcano-nll"] = {
+        "values": {s: f["moser"][s] - f["egf"][s] for s in f["egf"]},
+        "control": {s: f["moser"][s] - f["egf_pi2"][s] for s in f["egf"]},
+    }
     return out
 
 

@@ -47,21 +47,42 @@ def build_model(name: str, cfg, seed: int, device="cpu"):
     return MoserFlow(width, cfg.depth).to(device)
 
 
-def train(model, data: torch.Tensor, cfg, lr: float, seed: int, device="cpu"):
+def train(
+    model,
+    data: torch.Tensor,
+    cfg,
+    lr: float,
+    seed: int,
+    device="cpu",
+    *,
+    steps: int | None = None,
+    batch: int | None = None,
+    uniform=None,
+    b: float | None = None,
+):
     """Adam on the KL-weakFM loss: each step a minibatch of data and as many uniform
-    probe points (ν_train = uniform ∪ data); returns the loss curve (list)."""
+    probe points (ν_train = uniform ∪ data); returns the loss curve (list).
+
+    ``steps``, ``batch`` and the penalty ``b`` default to the torus run's
+    (``cfg.steps``, ``cfg.batch``, ``cfg.b``); ``uniform(n, generator)`` draws the
+    uniform probes (default: the torus)."""
     lr = check_positive("lr", lr)
+    steps = cfg.steps if steps is None else check_int("steps", steps, 1)
+    b = cfg.b if b is None else check_positive("b", b)
     g = make_generator(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps)
-    n, B = data.shape[0], cfg.batch
-    idx = torch.randint(0, n, (cfg.steps, B), generator=g)
-    probes = torch.rand(cfg.steps, B, 2, dtype=torch.float64, generator=g)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    n, B = data.shape[0], cfg.batch if batch is None else check_int("batch", batch, 1)
+    idx = torch.randint(0, n, (steps, B), generator=g)
+    if uniform is None:
+        probes = torch.rand(steps, B, 2, dtype=torch.float64, generator=g)
+    else:
+        probes = uniform(steps * B, g).reshape(steps, B, -1)
     losses = []
-    for t in range(cfg.steps):
+    for t in range(steps):
         batch = data[idx[t].to(data.device)]
         probe = torch.cat([probes[t].to(device), batch])  # uniform ∪ data
-        loss = kl_weak_fm_loss(model, batch, probe, cfg.b, cfg.eps)
+        loss = kl_weak_fm_loss(model, batch, probe, b, cfg.eps)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -176,28 +197,95 @@ def _val_nll(model, val, cfg, device) -> float:
     return float(-q.clamp_min(1e-4).log().mean())
 
 
-def run_experiment(cfg, device=None) -> dict:
+def _worker_init() -> None:
+    """Each worker process of :func:`pool_map` trains on one torch thread."""
+    torch.set_num_threads(1)
+
+
+def pool_map(fn, jobs: list, processes: int = 1, first=None) -> list:
+    """``[fn(*job) for job in jobs]``, in order; with ``processes`` > 1 in as many
+    spawned one-thread worker processes. Every fit of this chapter seeds itself
+    (:func:`build_model` calls ``torch.manual_seed``, training draws from its own
+    generator), so on a one-thread CPU run the results equal the serial ones exactly
+    (tested); it only lets the two cores of a small machine work at once."""
+    processes = check_int("processes", processes, 1)
+    if not callable(fn):
+        raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
+    if not isinstance(jobs, list):
+        raise TypeError(f"jobs: expected a list of argument tuples, got {jobs!r:.60}")
+    if processes == 1 or len(jobs) <= 1:
+        return [fn(*job) for job in jobs]
+    import multiprocessing as mp
+
+    # the longest jobs first (``first``: indices of jobs to start before the rest), so
+    # that no worker is left with a long job at the end
+    order = list(first or []) + [
+        i for i in range(len(jobs)) if i not in set(first or [])
+    ]
+    ctx = mp.get_context("spawn")  # no fork after torch's thread pools started
+    with ctx.Pool(min(processes, len(jobs)), initializer=_worker_init) as pool:
+        done = pool.starmap(fn, [jobs[i] for i in order], chunksize=1)
+    out = [None] * len(jobs)
+    for i, r in zip(order, done):
+        out[i] = r
+    return out
+
+
+def _main_job(kind: str, name: str, target: str, cfg, device) -> tuple:
+    """One independent piece of :func:`run_experiment` (a fit with, for the EGF, its
+    chain check; or the KDE), returned as plain data."""
+    if kind == "kde":
+        tr = sample_target(
+            target, cfg.n_train, make_generator(10_000 + cfg.seed), device
+        )
+        val = sample_target(target, 1000, make_generator(20_000 + cfg.seed), device)
+        return fit_kde(tr, val, cfg.bandwidths, target, cfg, device), None
+    model, m = fit_one(name, target, cfg, cfg.seed, device=device)
+    return m, (chain_stats(model, target, cfg, device) if name == "egf" else None)
+
+
+def _job(part: str, *args):
+    """A job of :func:`run_experiment`: the comparison's (``"main"``) or the claims'."""
+    from .claims import _claim_job
+
+    return _main_job(*args) if part == "main" else _claim_job(*args)
+
+
+def run_experiment(cfg, device=None, processes: int = 1) -> dict:
     """The chapter's comparison on ``cfg.seed``: every model on both targets, the KDE,
-    and the EGF's chain samples; plus the claims on ``cfg.claim_seeds``."""
+    and the EGF's chain samples; plus the claims on ``cfg.claim_seeds``. The fits are
+    independent jobs; ``processes`` > 1 runs them in that many worker processes
+    (:func:`pool_map`; the same numbers on one thread)."""
     from lib.common import device as pick_device
 
-    from .claims import claim_fits, measure_claims
+    from .claims import claim_fits_from, claim_jobs, measure_claims
 
     _check_cfg(cfg)
     device = pick_device() if device is None else device
+    main = [
+        (kind, name, target, cfg, device)
+        for target in TARGETS
+        for kind, name in (
+            ("fit", "egf"),
+            ("fit", "moser"),
+            ("fit", "moser_large"),
+            ("kde", ""),
+        )
+    ]
+    claims = claim_jobs(cfg, cfg.claim_seeds, device)
+    jobs = [("main", *j) for j in main] + [("claims", *j) for j in claims]
+    large = [i for i, j in enumerate(main) if j[1] == "moser_large"]
+    done = pool_map(_job, jobs, processes, first=large)
+    it = iter(done[: len(main)])
     res = {"fits": {}, "kde": {}, "chain": {}}
     for target in TARGETS:
         res["fits"][target] = {}
         for name in ("egf", "moser", "moser_large"):
-            model, m = fit_one(name, target, cfg, cfg.seed, device=device)
-            res["fits"][target][name] = m
+            res["fits"][target][name], chain = next(it)
             if name == "egf":
-                res["chain"][target] = chain_stats(model, target, cfg, device)
-        gen = make_generator(10_000 + cfg.seed)
-        tr = sample_target(target, cfg.n_train, gen, device)
-        val = sample_target(target, 1000, make_generator(20_000 + cfg.seed), device)
-        res["kde"][target] = fit_kde(tr, val, cfg.bandwidths, target, cfg, device)
-    res["claim_fits"] = claim_fits(cfg, cfg.claim_seeds, device)
+                res["chain"][target] = chain
+        res["kde"][target] = next(it)[0]
+    res["claim_fits"] = claim_fits_from(done[len(main) :], cfg.claim_seeds)
     res["claims"] = measure_claims(cfg, cfg.claim_seeds, device, res["claim_fits"])
     return res
 

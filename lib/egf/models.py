@@ -1,10 +1,9 @@
-"""The ergodic generative flow (EGF) on the torus, Moser Flow, the KL-weakFM loss, the
-flow-matching loss, densities on a grid (KL by quadrature) and sampling by running the
-chain."""
+"""The ergodic generative flow (EGF) and Moser Flow on the torus or the sphere, the
+KL-weakFM loss, the flow-matching loss, densities on a grid (KL by quadrature) and
+sampling by running the chain. The models read the space from their maps (an EGF) or
+``space`` (Moser Flow): its points, the network's features and f_init."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
@@ -18,14 +17,12 @@ from lib.common import (
     check_tensor,
 )
 
-from .torus import TorusMaps, _check_points, grid_points
+from .sphere import UNIFORM_DENSITY, SphereMaps, check_sphere_points
+from .sphere import surface_divergence
+from .torus import TorusMaps, _check_points, grid_points, periodic_features
 
-
-def periodic_features(x: torch.Tensor) -> torch.Tensor:
-    """(cos 2πx₁, sin 2πx₁, cos 2πx₂, sin 2πx₂): (N, 2) -> (N, 4), periodic on T²."""
-    x = _check_points("x", x)
-    a = 2 * math.pi * x
-    return torch.cat([torch.cos(a), torch.sin(a)], -1)
+#: the state spaces (see :class:`MoserFlow`)
+SPACES = ("torus", "sphere")
 
 
 def mlp(n_in: int, n_out: int, width: int, depth: int) -> nn.Sequential:
@@ -40,28 +37,36 @@ def mlp(n_in: int, n_out: int, width: int, depth: int) -> nn.Sequential:
 
 
 class EGF(nn.Module):
-    """An ergodic generative flow on T² with uniform initial flow f_init = 1.
+    """An ergodic generative flow with the uniform initial flow f_init of its space
+    (1 on T², 1/(4π) on S²).
 
-    One MLP on periodic features gives the outflow f→(s) = softplus(·) and the policy
-    α(s) = softmax(·) over the p maps."""
+    One MLP on the space's features (periodic features on T², the coordinates on S²)
+    gives the outflow f→(s) = softplus(·) and the policy α(s) = softmax(·) over the p
+    maps."""
 
-    def __init__(self, maps: TorusMaps, width: int = 32, depth: int = 3):
+    def __init__(self, maps, width: int = 32, depth: int = 3):
         super().__init__()
-        if not isinstance(maps, TorusMaps):
-            raise TypeError(f"maps: expected a TorusMaps, got {type(maps).__name__}")
+        if not isinstance(maps, (TorusMaps, SphereMaps)):
+            raise TypeError(
+                f"maps: expected a TorusMaps or a SphereMaps, got {type(maps).__name__}"
+            )
         self.maps = maps
-        self.net = mlp(4, maps.p + 1, width, depth).double()
+        self.net = mlp(maps.n_features, maps.p + 1, width, depth).double()
+
+    @property
+    def dim(self) -> int:
+        return self.maps.dim
 
     def outflow_policy(self, x: torch.Tensor):
         """f→(x) (N,) and α(x) (N, p)."""
-        out = self.net(periodic_features(x))  # (N, p + 1)
+        out = self.net(self.maps.features(x))  # (N, p + 1)
         return F.softplus(out[:, 0]), torch.softmax(out[:, 1:], -1)
 
     def star_inflow(self, x: torch.Tensor) -> torch.Tensor:
         """f*←(s) = Σ_i (α_i f→)(Φ_i⁻¹ s) |det J Φ_i⁻¹(s)|, (N,)."""
         p, n = self.maps.p, x.shape[0]
-        y = self.maps.to(x.device).inverse(x)  # (p, N, 2)
-        f, a = self.outflow_policy(y.reshape(p * n, 2))
+        y = self.maps.to(x.device).inverse(x)  # (p, N, d)
+        f, a = self.outflow_policy(y.reshape(p * n, self.maps.dim))
         a = a.reshape(p, n, p)
         own = a[torch.arange(p), :, torch.arange(p)]  # (p, N): α_i at Φ_i⁻¹ s
         jac = self.maps.inv_jacobian.to(x)[:, None]  # (p, 1)
@@ -70,19 +75,41 @@ class EGF(nn.Module):
     def terminal(self, x: torch.Tensor) -> torch.Tensor:
         """The virtual terminal flow f̂ = f_init + f*← − f→ (N,); its integral is 1."""
         f, _ = self.outflow_policy(x)
-        return 1.0 + self.star_inflow(x) - f  # eq. (4): flow matching solved for f_term
+        # eq. (4): flow matching solved for f_term
+        return self.maps.f_init + self.star_inflow(x) - f
 
 
 class MoserFlow(nn.Module):
-    """Moser Flow on T²: the density 1 − div u of a periodic vector field u (an MLP on
-    periodic features), its divergence by automatic differentiation."""
+    """Moser Flow: the density μ − div u of a vector field u, with μ the uniform density
+    of the space and the divergence by automatic differentiation.
 
-    def __init__(self, width: int = 32, depth: int = 3):
+    ``space="torus"``: u is an MLP on periodic features (periodic on T²);
+    ``space="sphere"``: u is an MLP on the coordinates projected on the tangent plane,
+    and div is the surface divergence (:func:`surface_divergence`)."""
+
+    def __init__(self, width: int = 32, depth: int = 3, space: str = "torus"):
         super().__init__()
-        self.net = mlp(4, 2, width, depth).double()
+        self.space = check_choice("space", space, SPACES)
+        # T²: 4 periodic features -> u in R²; S²: the coordinates -> v in R³
+        n_in, n_out = (4, 2) if self.space == "torus" else (3, 3)
+        self.net = mlp(n_in, n_out, width, depth).double()
+
+    @property
+    def dim(self) -> int:
+        return 2 if self.space == "torus" else 3
+
+    def tangent_field(self, y: torch.Tensor) -> torch.Tensor:
+        """On S²: u(y) = P v(ŷ), the MLP's output at ŷ = y/|y| minus its radial part,
+        (N, 3) (tangent to the sphere through y)."""
+        yn = y / y.norm(dim=1, keepdim=True)  # (N, 3)
+        v = self.net(yn)
+        return v - (v * yn).sum(1, keepdim=True) * yn
 
     def terminal(self, x: torch.Tensor) -> torch.Tensor:
-        """μ − div u with μ = 1 (the uniform prior), (N,); its integral is 1."""
+        """μ − div u with μ the uniform density, (N,); its integral is 1."""
+        if self.space == "sphere":
+            # eq. (6) on S²: μ = 1/(4π), surface divergence of a tangent field
+            return UNIFORM_DENSITY - surface_divergence(self.tangent_field, x)
         with torch.enable_grad():
             x = x.detach().requires_grad_(True)
             u = self.net(periodic_features(x))  # (N, 2)
@@ -100,6 +127,11 @@ def _check_model(model):
         )
 
 
+def _check_model_points(model, name: str, x) -> torch.Tensor:
+    """``x`` as points of the model's space: (N, 2) on T², unit vectors (N, 3) on S²."""
+    return _check_points(name, x) if model.dim == 2 else check_sphere_points(name, x)
+
+
 def kl_weak_fm_loss(
     model, data: torch.Tensor, probe: torch.Tensor, b: float = 10.0, eps: float = 1e-3
 ) -> torch.Tensor:
@@ -109,7 +141,8 @@ def kl_weak_fm_loss(
     second the weak flow-matching control on its negative part; for a MoserFlow the same
     expression is Moser Flow's loss."""
     _check_model(model)
-    data, probe = _check_points("data", data), _check_points("probe", probe)
+    data = _check_model_points(model, "data", data)
+    probe = _check_model_points(model, "probe", probe)
     b, eps = check_positive("b", b), check_positive("eps", eps)
     f = model.terminal(torch.cat([data, probe]))
     fd, fp = f[: data.shape[0]], f[data.shape[0] :]
@@ -122,7 +155,7 @@ def fm_loss(egf: EGF, x: torch.Tensor, reward: torch.Tensor, q: float = 2.0):
     at the probe points ``x`` (N, 2)."""
     if not isinstance(egf, EGF):
         raise TypeError(f"egf: expected an EGF, got {type(egf).__name__}")
-    x = _check_points("x", x)
+    x = _check_model_points(egf, "x", x)
     r = check_tensor("reward", reward, shape=(x.shape[0],), floating=True, finite=True)
     q = check_positive("q", q)
     return (egf.terminal(x) - r).abs().pow(q).mean()  # eq. (2)
@@ -133,6 +166,8 @@ def density_on_grid(model, n: int = 128, device="cpu"):
     """The model's normalised density q = f̂⁺ / ∫f̂⁺ on the n×n grid, (n², ) with
     the grid (n², 2), and the negative mass ∫(f̂)⁻ (grid quadrature)."""
     _check_model(model)
+    if model.dim != 2:
+        raise ValueError("model: expected a model of the torus (the grid is on T²)")
     x = grid_points(n, device=device)
     f = _terminal_chunks(model, x)
     pos, neg = f.clamp_min(0), (-f).clamp_min(0)
@@ -167,18 +202,19 @@ def sample_chain(
     device="cpu",
     policy: str = "learned",
 ) -> tuple:
-    """Run the EGF's Markov chain for ``n`` walkers: start uniform (f_init = 1); at s,
+    """Run the EGF's Markov chain for ``n`` walkers: start uniform (f_init); at s,
     stop with probability f̂⁺/(f̂⁺ + f→), else jump to Φ_i(s) with probability α_i(s).
 
     ``policy="uniform"`` draws the map uniformly instead of from α (a broken sampler,
     the negative control of the sampling check). Returns the end points (n, 2), the
-    number of jumps (n,) and whether each walker stopped before ``max_steps``."""
+    number of jumps (n,) and whether each walker stopped before ``max_steps``; the end
+    points are (n, 2) on T², (n, 3) on S²."""
     if not isinstance(egf, EGF):
         raise TypeError(f"egf: expected an EGF, got {type(egf).__name__}")
     n, max_steps = check_int("n", n, 1), check_int("max_steps", max_steps, 1)
     generator = check_generator("generator", generator)
     policy = check_choice("policy", policy, ("learned", "uniform"))
-    x = torch.rand(n, 2, dtype=torch.float64, generator=generator).to(device)
+    x = egf.maps.uniform(n, generator).to(device)  # s₀ ~ f_init
     u = torch.rand(max_steps, n, dtype=torch.float64, generator=generator).to(device)
     v = torch.rand(max_steps, n, dtype=torch.float64, generator=generator).to(device)
     steps = torch.zeros(n, dtype=torch.long, device=device)
@@ -186,13 +222,13 @@ def sample_chain(
     maps = egf.maps.to(device)
     for t in range(max_steps):
         f, a = egf.outflow_policy(x)
-        term = (1.0 + egf.star_inflow(x) - f).clamp_min(0)
+        term = (maps.f_init + egf.star_inflow(x) - f).clamp_min(0)
         stop = u[t] * (term + f) < term  # P(stop) = f̂⁺ / (f̂⁺ + f→)
         alive = alive & ~stop
         if policy == "uniform":
             a = torch.full_like(a, 1.0 / maps.p)
         i = (a.cumsum(-1) < v[t, :, None]).sum(-1).clamp_max(maps.p - 1)  # i ~ α
-        nxt = maps.forward(x)[i, torch.arange(n, device=device)]  # (n, 2)
+        nxt = maps.forward(x)[i, torch.arange(n, device=device)]  # (n, d)
         x = torch.where(alive[:, None], nxt, x)
         steps = steps + alive.long()
     return x, steps, ~alive

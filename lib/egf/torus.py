@@ -56,9 +56,26 @@ class TorusMaps:
         if (torch.linalg.det(m).abs() < 0.5).any():
             raise ValueError("mats: expected invertible matrices")
 
+    #: points are (N, 2); the network sees the 4 periodic features; f_init = 1
+    dim = 2
+    n_features = 4
+    f_init = 1.0
+
     @property
     def p(self) -> int:
         return self.mats.shape[0]
+
+    def check_points(self, name: str, x) -> torch.Tensor:
+        """``x`` as points of the torus, (N, 2), or an error naming ``name``."""
+        return _check_points(name, x)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's input: :func:`periodic_features`, (N, 4)."""
+        return periodic_features(x)
+
+    def uniform(self, n: int, generator=None) -> torch.Tensor:
+        """``n`` uniform points of the torus on the CPU, (n, 2) float64."""
+        return torch.rand(n, 2, dtype=torch.float64, generator=generator)
 
     @property
     def inv_jacobian(self) -> torch.Tensor:
@@ -111,6 +128,13 @@ def _check_points(name: str, x) -> torch.Tensor:
     if x.shape[1] != 2:
         raise ValueError(f"{name}: expected shape (N, 2), got {tuple(x.shape)}")
     return x
+
+
+def periodic_features(x: torch.Tensor) -> torch.Tensor:
+    """(cos 2πx₁, sin 2πx₁, cos 2πx₂, sin 2πx₂): (N, 2) -> (N, 4), periodic on T²."""
+    x = _check_points("x", x)
+    a = 2 * math.pi * x
+    return torch.cat([torch.cos(a), torch.sin(a)], -1)
 
 
 def target_density(x: torch.Tensor, target: str) -> torch.Tensor:
