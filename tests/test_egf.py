@@ -263,7 +263,7 @@ def test_worker_processes_give_the_serial_numbers():
     torch.set_num_threads(1)
     try:
         serial = E.run_experiment(TINY, "cpu")
-        parallel = E.run_experiment(TINY, "cpu", processes=2)
+        parallel = E.run_comparison(TINY, "cpu", processes=2)
     finally:
         torch.set_num_threads(n0)
 

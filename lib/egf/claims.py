@@ -153,7 +153,8 @@ _TORUS_ARMS = ("egf", "moser", "egf_rational")
 
 def claim_jobs(cfg, seeds, device="cpu") -> list:
     """The independent fits of :func:`claim_fits`, as argument tuples of
-    :func:`_claim_job` (torus arms by target, then the sphere's models, seed by seed)."""
+    :func:`_claim_job` (torus arms by target, then the sphere's models, seed by
+    seed)."""
     from .earth import SPHERE_MODELS
     from .experiment import _check_cfg
     from .torus import TARGETS

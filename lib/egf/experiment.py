@@ -251,7 +251,7 @@ def _job(part: str, *args):
     return _main_job(*args) if part == "main" else _claim_job(*args)
 
 
-def run_experiment(cfg, device=None, processes: int = 1) -> dict:
+def run_comparison(cfg, device=None, processes: int = 1) -> dict:
     """The chapter's comparison on ``cfg.seed``: every model on both targets, the KDE,
     and the EGF's chain samples; plus the claims on ``cfg.claim_seeds``. The fits are
     independent jobs; ``processes`` > 1 runs them in that many worker processes
@@ -288,6 +288,11 @@ def run_experiment(cfg, device=None, processes: int = 1) -> dict:
     res["claim_fits"] = claim_fits_from(done[len(main) :], cfg.claim_seeds)
     res["claims"] = measure_claims(cfg, cfg.claim_seeds, device, res["claim_fits"])
     return res
+
+
+def run_experiment(cfg, device=None) -> dict:
+    """:func:`run_comparison` in this process (the FULL command's entry point)."""
+    return run_comparison(cfg, device)
 
 
 def chain_stats(egf, target: str, cfg, device="cpu") -> dict:
