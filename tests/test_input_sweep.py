@@ -3791,6 +3791,25 @@ def _cases_proofaug():
         ),
         Case(
             ch,
+            "hard_split",
+            PA.hard_split,
+            lambda: dict(problems=[prob], prover=prover, n_test=1),
+            {"problems": "seq", "prover": "callable"},
+            baseline=False,
+        ),
+        Case(
+            ch, "dsp_sketch", PA.dsp_sketch, lambda: dict(gold=gold), {"gold": "text"}
+        ),
+        Case(
+            ch,
+            "sketch_examples",
+            PA.sketch_examples,
+            lambda: dict(problems=[prob]),
+            {"problems": "seq"},
+            skip=("problems:empty",),
+        ),
+        Case(
+            ch,
             "seed_run",
             PA.seed_run,
             lambda: dict(cfg=TINY, env=env, seed=0),

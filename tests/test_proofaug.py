@@ -482,3 +482,113 @@ def test_seeds_in_worker_processes_give_the_same_records():
         return [{k: v for k, v in r.items() if k != "atp_calls"} for r in m["runs"]]
 
     assert strip(seq) == strip(par) and seq["curves"] == par["curves"]
+
+
+# --- the hammer-hard test set and DSP-style sketches (HARD preset) -------------------
+
+
+def test_dsp_sketch_turns_every_tactic_into_a_hammer_hole(prover):
+    """The sketch keeps every claim and block and makes each ``by TAC`` a ``by hammer``
+    hole; DSP fills every hole of the gold proof's sketch (its claims are right)."""
+    sk = PA.dsp_sketch(GOLD)
+    assert [ln.split(" by ")[0] for ln in sk.split("\n")] == [
+        ln.split(" by ")[0] for ln in GOLD.split("\n")
+    ]
+    assert sk.count("by hammer") == 3 and "by simp" not in sk
+    assert PA.dsp(STMT, sk, prover).success
+    prob = PA.Problem("p0", "vieta", STMT, GOLD)
+    assert PA.sketch_examples([prob]) == [(STMT, sk)]
+    with pytest.raises(TypeError, match="problems"):
+        PA.sketch_examples("p0")
+    with pytest.raises(TypeError, match=r"problems\[0\]"):
+        PA.sketch_examples([STMT])
+
+
+def _identity(t):
+    stmt = PA.Statement(
+        ("x",),
+        "real",
+        (("h0", "x != 0"), ("h1", f"x + 1 / x = {t}")),
+        f"x ** 2 + 1 / x ** 2 = {t * t - 2}",
+    )
+    gold = "\n".join(
+        [
+            "proof",
+            f"have h2 : ( x + 1 / x ) ** 2 = {t} ** 2 by simp",
+            "have h3 : x ** 2 + 1 / x ** 2 = ( x + 1 / x ) ** 2 - 2 by algebra",
+            "show ?thesis by arith",
+            "qed",
+        ]
+    )
+    return PA.Problem(f"identity-{t}", "identity", stmt, gold)
+
+
+def test_hard_split_keeps_only_hammer_failures_out_of_training(prover):
+    """The test set is the first n theorems the hammer cannot prove, in pool order;
+    every other theorem (hammer-proved or after the n-th) trains."""
+    easy = PA.Problem("e", "vieta", STMT, GOLD)
+    hard, hard2 = _identity(3), _identity(4)
+    assert PA.hammer_only(STMT, prover).success
+    assert not PA.hammer_only(hard.stmt, prover).success
+    train, test, n_easy = PA.hard_split([easy, hard, hard2], prover, 1)
+    assert test == [hard] and train == [easy, hard2] and n_easy == 1
+    with pytest.raises(ValueError, match="n_test"):
+        PA.hard_split([easy, hard], prover, 2)
+    with pytest.raises(TypeError, match=r"problems\[0\]"):
+        PA.hard_split([STMT], prover, 1)
+
+
+def test_wide_templates_reach_beyond_the_narrow_constants():
+    """``wide=True`` draws constants outside the narrow ranges (identities up to
+    t = 15); the default draws are unchanged by the new argument."""
+    narrow = PA.make_problems(3, 0)
+    assert [p.stmt for p in narrow] == [
+        p.stmt for p in PA.make_problems(3, 0, wide=False)
+    ]
+    rng = random.Random(0)
+    ts = {
+        int(
+            PA.sample_theorem("identity", rng, wide=True)[0]
+            .assumptions[1][1]
+            .split()[-1]
+        )
+        for _ in range(200)
+    }
+    assert max(ts) == 15 and min(ts) == 2
+    rng = random.Random(0)
+    ts = {
+        int(PA.sample_theorem("identity", rng)[0].assumptions[1][1].split()[-1])
+        for _ in range(200)
+    }
+    assert max(ts) == 9
+    with pytest.raises(TypeError, match="wide"):
+        PA.make_problems(3, 0, wide=1)
+
+
+def test_hard_preset_code_path_at_a_shrunk_size(monkeypatch):
+    """The HARD preset's path (wide pool, hard split, sketches in the training pairs,
+    every test theorem on every seed, ERP's control) runs end to end. The proposer is
+    replaced by the gold proof's DSP sketch (a known answer: every method proves the
+    theorem with it, the hammer alone does not)."""
+    import dataclasses
+
+    from lib.proofaug import experiment
+
+    cfg = dataclasses.replace(
+        PA.HARD, n_pool=12, n_test=1, train_steps=1, n_samples=2, claim_seeds=(3,)
+    )
+    env = PA.setup(cfg)
+    assert len(env["test"]) == 1 and env["hard"]
+    assert not {p.stmt for p in env["test"]} & {p.stmt for p in env["train"]}
+    assert (env["train"][0].stmt, PA.dsp_sketch(env["train"][0].gold)) in env["pairs"]
+    gold = {p.stmt: p.gold for p in env["test"]}
+    monkeypatch.setattr(
+        experiment.NeuralProposer,
+        "proposals",
+        lambda self, stmt, n: [PA.dsp_sketch(gold[stmt])] * n,
+    )
+    r = PA.seed_run(cfg, env, 3)
+    assert set(r["curves"]) == set(PA.HARD_VARIANTS) and r["hammer"] == 0.0
+    assert all(c == [1.0, 1.0] for c in r["curves"].values()), r["curves"]
+    m = PA.measure_claims(cfg, (3,), main={"runs": [r]})
+    assert m["erp"]["control"][3] == 0.0 and m["beats-dsp"]["values"][3] == 0.0

@@ -34,10 +34,12 @@ from lib.common import check_int, check_numbers, check_positive, check_probabili
 from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
 from .experiment import (
     METHODS,
+    HARD_VARIANTS,
     VARIANTS,
     ablation,
     budget_curve,
     fresh_problems,
+    hard_split,
     main_experiment,
     run_experiment,
     run_methods,
@@ -61,8 +63,10 @@ from .proposers import (
     claim_examples,
     corrupt,
     decode_proof,
+    dsp_sketch,
     encode_pair,
     sample_proofs,
+    sketch_examples,
     train_proposer,
     training_tensors,
 )
@@ -85,7 +89,12 @@ class Config:
 
     seed: int = 0
     n_train: int = 160  # training theorems (gold proofs + their claims)
-    n_test: int = 20  # held-out theorems
+    n_test: int = 20  # held-out theorems (hammer-hard ones with ``hard``)
+    # the hammer-hard variant: ``n_pool`` theorems from the wider templates, the test
+    # set the first ``n_test`` of them the hammer cannot prove, the rest for training
+    hard: bool = False
+    n_pool: int = 400
+    sketch: bool = False  # train the proposer on DSP-style sketches (by hammer holes)
     rlimit_builtin: int = 600  # z3 resource limit of the built-in tactics (arith, auto)
     rlimit_hammer: int = 1000  # ... and of the hammer
     train_steps: int = 240
@@ -104,7 +113,13 @@ class Config:
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
+        for name in ("hard", "sketch"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{name}: expected a bool, got {type(getattr(self, name)).__name__}"
+                )
         for name in (
+            "n_pool",
             "n_train",
             "n_test",
             "rlimit_builtin",
@@ -150,11 +165,18 @@ FULL = Config(
     claim_seeds=(10, 11, 12, 13, 14),
     oracle_samples=8,
 )
+#: the hammer-hard test set (``python -m lib.proofaug --preset HARD``, about 20 min on
+#: two CPU cores, writes results/proofaug.hard.json): 100 test theorems the hammer
+#: fails on, a proposer trained on every other theorem of the wider templates with
+#: DSP-style sketches, every test theorem on every seed
+HARD = Config(hard=True, sketch=True, n_test=100, n_samples=4, noise_rates=(0.3,))
 
 __all__ = [
     "Config",
     "SMOKE",
     "FULL",
+    "HARD",
+    "HARD_VARIANTS",
     "METHODS",
     "VARIANTS",
     "CLAIMS",
@@ -199,6 +221,9 @@ __all__ = [
     "run_methods",
     "setup",
     "fresh_problems",
+    "hard_split",
+    "dsp_sketch",
+    "sketch_examples",
     "seed_run",
     "main_experiment",
     "ablation",

@@ -23,6 +23,7 @@ from .proposers import (
     claim_examples,
     corrupt,
     encode_pair,
+    sketch_examples,
     train_proposer,
 )
 from .search import dsp, hammer_only, proof_aug
@@ -32,6 +33,9 @@ METHODS = ("dsp", "proofaug", "proofaug_erp")
 #: every variant a claim seed measures: the methods, ProofAug without its root call,
 #: and ProofAug without coarsening
 VARIANTS = (*METHODS, "proofaug_noroot", "proofaug_nocoarse")
+#: ... and, on the hammer-hard test set (``cfg.hard``), ERP's negative control: ERP
+#: whose re-queries return nothing usable (each costs a query and closes no hole)
+HARD_VARIANTS = (*VARIANTS, "erp_control")
 
 
 def budget_curve(success: np.ndarray, cost: np.ndarray, budgets) -> np.ndarray:
@@ -130,14 +134,64 @@ def _check_env(env, keys) -> None:
         )
 
 
+def hard_split(problems: list, prover, n_test: int) -> tuple:
+    """Walk ``problems`` (already shuffled) and label each by the hammer on the whole
+    theorem (callATP within its limit) until ``n_test`` theorems it fails on are found:
+    they are the test set. Every other theorem, labelled or not, trains the proposer.
+    Returns (train, test, number of hammer-proved theorems met on the way)."""
+    if isinstance(problems, (str, bytes)) or not isinstance(problems, (list, tuple)):
+        raise TypeError(
+            f"problems: expected a list of Problem, got {type(problems).__name__}"
+        )
+    if not problems:
+        raise ValueError("problems: expected at least one Problem, got none")
+    for i, p in enumerate(problems):
+        if not isinstance(p, Problem):
+            raise TypeError(
+                f"problems[{i}]: expected a Problem, got {type(p).__name__}"
+            )
+    _check_prover(prover, atp=True)
+    check_int("n_test", n_test, 1)
+    train, test, easy = [], [], 0
+    for p in problems:
+        if len(test) < n_test:
+            if not hammer_only(p.stmt, prover).success:
+                test.append(p)
+                continue
+            easy += 1
+        train.append(p)
+    if len(test) < n_test:
+        raise ValueError(
+            f"n_test: expected at most the {len(test)} theorems the hammer fails on in "
+            f"a pool of {len(problems)}, got {n_test}"
+        )
+    return train, test, easy
+
+
 def setup(cfg, device="cpu"):
-    """Problems, the prover and the trained proposer (model, vocab, training losses)."""
+    """Problems, the prover and the trained proposer (model, vocab, training losses).
+
+    Default: ``cfg.n_train + cfg.n_test`` template theorems in a random split (each
+    claim seed then draws its own test theorems, :func:`fresh_problems`). With
+    ``cfg.hard``: ``cfg.n_pool`` theorems from the wider templates, shuffled with
+    ``cfg.seed``; the test set is the first ``cfg.n_test`` that the hammer alone
+    cannot prove (:func:`hard_split`) and every other theorem trains the proposer.
+    The proposer learns gold proofs, the claims inside them (for ERP) and, with
+    ``cfg.sketch``, DSP-style sketches (every ``by TAC`` a ``by hammer`` hole)."""
     _check_cfg(cfg)
     prover = Prover(cfg.rlimit_builtin, cfg.rlimit_hammer)
-    problems = make_problems(cfg.n_train + cfg.n_test, cfg.seed, prover)
-    random.Random(cfg.seed).shuffle(problems)  # a random held-out split
-    train, test = problems[: cfg.n_train], problems[cfg.n_train :]
+    n_easy = None
+    if cfg.hard:
+        problems = make_problems(cfg.n_pool, cfg.seed, prover, wide=True)
+        random.Random(cfg.seed).shuffle(problems)  # a random order for the split
+        train, test, n_easy = hard_split(problems, prover, cfg.n_test)
+    else:
+        problems = make_problems(cfg.n_train + cfg.n_test, cfg.seed, prover)
+        random.Random(cfg.seed).shuffle(problems)  # a random held-out split
+        train, test = problems[: cfg.n_train], problems[cfg.n_train :]
     pairs = [e for p in train for e in claim_examples(p.stmt, p.gold, prover)]
+    if cfg.sketch:
+        pairs += sketch_examples(train)
     vocab = build_vocab(
         [p.stmt for p in problems] + [s for s, _ in pairs], [g for _, g in pairs]
     )
@@ -157,11 +211,20 @@ def setup(cfg, device="cpu"):
         "prover": prover,
         "train": train,
         "test": test,
+        "n_easy": n_easy,
+        "hard": cfg.hard,
         "pairs": pairs,
         "vocab": vocab,
         "model": model,
         "losses": losses,
     }
+
+
+class _Useless:
+    """ERP's negative control: a re-query that returns nothing usable (``sorry``)."""
+
+    def __call__(self, stmt):
+        return "sorry"
 
 
 def fresh_problems(env: dict, n: int, seed: int) -> list:
@@ -201,25 +264,27 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
     ProofAug without its root call (a success staged ``root_atp`` does not count),
     ProofAug without coarsening (also without a root-level success), ProofAug + ERP,
     the hammer alone, and DSP or the hammer. The stages count every successful
-    proposal."""
+    proposal. With ``cfg.hard`` the seed runs every theorem of the hammer-hard test set
+    (``env["test"]``) and also ERP's control (re-queries that return ``sorry``)."""
     _check_cfg(cfg)
     _check_env(env, ("prover", "train", "model", "vocab"))
     seed = check_int("seed", seed, 0)
     prover, k = env["prover"], cfg.n_samples
     calls0 = prover.calls
     budgets = [2**i for i in range(int(np.log2(k)) + 1)]
-    test = fresh_problems(env, cfg.n_test, seed)
+    test = env["test"] if cfg.hard else fresh_problems(env, cfg.n_test, seed)
+    variants = HARD_VARIANTS if cfg.hard else VARIANTS
     prop = NeuralProposer(
         env["model"], env["vocab"], cfg.temperature, seed=70_000 + seed
     )
     hammer = np.array([hammer_only(p.stmt, prover).success for p in test])  # (P,)
-    succ = {m: [] for m in VARIANTS}  # each (P, n)
-    cost = {m: [] for m in VARIANTS}
-    stages = {m: {} for m in VARIANTS}
+    succ = {m: [] for m in variants}  # each (P, n)
+    cost = {m: [] for m in variants}
+    stages = {m: {} for m in variants}
     for p in test:
         texts = prop.proposals(p.stmt, k)
-        row = {m: [] for m in VARIANTS}
-        crow = {m: [] for m in VARIANTS}
+        row = {m: [] for m in variants}
+        crow = {m: [] for m in variants}
         for text in texts:
             outs = {
                 "dsp": dsp(p.stmt, text, prover),
@@ -227,24 +292,28 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
                 "proofaug_nocoarse": proof_aug(p.stmt, text, prover, coarsen=False),
                 "proofaug_erp": proof_aug(p.stmt, text, prover, propose=prop),
             }
+            if cfg.hard:
+                outs["erp_control"] = proof_aug(
+                    p.stmt, text, prover, propose=_Useless()
+                )
             # below the root: the same searches, a root-level success not counted (a
             # proposal whose semi-proof is one hole on the whole theorem reaches the
             # root even without coarsening)
             for m, src in (("proofaug_noroot", "proofaug"), ("proofaug_nocoarse",) * 2):
                 o = outs[src]
                 outs[m] = o if o.stage != "root_atp" else None
-            for m in VARIANTS:
+            for m in variants:
                 o = outs[m]
                 row[m].append(bool(o is not None and o.success))
                 crow[m].append(1 + (o.extra_calls if o is not None else 0))
                 if o is not None and o.stage is not None:
                     stages[m][o.stage] = stages[m].get(o.stage, 0) + 1
-        for m in VARIANTS:
+        for m in variants:
             succ[m].append(row[m])
             cost[m].append(crow[m])
     curves = {
         m: budget_curve(np.array(succ[m]), np.array(cost[m]), budgets).round(4).tolist()
-        for m in VARIANTS
+        for m in variants
     }
     solved = {  # (P,) solved within the largest budget
         m: np.array(
@@ -253,7 +322,7 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
                 for r, cr in zip(succ[m], cost[m])
             ]
         )
-        for m in VARIANTS
+        for m in variants
     }
     # the noisy oracle: gold proofs with each line corrupted with probability ρ
     rng = random.Random(90_000 + seed)
@@ -276,7 +345,7 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
             m: float((solved[m] & ~hammer).mean()) for m in ("dsp", "proofaug")
         },
         "stages": stages,
-        "per_proposal": {m: float(np.mean(succ[m])) for m in VARIANTS},
+        "per_proposal": {m: float(np.mean(succ[m])) for m in variants},
         "oracle": {m: float(np.mean(v)) for m, v in ora.items()},
         "families": [p.family for p in test],
         "atp_calls": prover.calls - calls0,
@@ -305,9 +374,10 @@ def main_experiment(cfg, env: dict, seeds=None, processes: int = 1) -> dict:
     else:
         runs = [seed_run(cfg, env, s) for s in seeds]
     budgets = runs[0]["budgets"]
-    stages = {m: {} for m in VARIANTS}
+    variants = tuple(runs[0]["curves"])  # VARIANTS, or HARD_VARIANTS with cfg.hard
+    stages = {m: {} for m in variants}
     for r in runs:
-        for m in VARIANTS:
+        for m in variants:
             for st, n in r["stages"][m].items():
                 stages[m][st] = stages[m].get(st, 0) + n
     out = {
@@ -317,13 +387,13 @@ def main_experiment(cfg, env: dict, seeds=None, processes: int = 1) -> dict:
         "curves": {},
         "stages": stages,
         "per_proposal": {
-            m: float(np.mean([r["per_proposal"][m] for r in runs])) for m in VARIANTS
+            m: float(np.mean([r["per_proposal"][m] for r in runs])) for m in variants
         },
         "n_test": cfg.n_test,
         "atp_calls": sum(r["atp_calls"] for r in runs),
         "runs": runs,
     }
-    for m in VARIANTS:
+    for m in variants:
         c = np.array([r["curves"][m] for r in runs])  # (seeds, K)
         out["curves"][m] = {
             "mean": c.mean(0).round(4).tolist(),
@@ -362,7 +432,8 @@ def run_experiment(cfg, device=None) -> dict:
     from .claims import measure_claims
 
     env = setup(cfg, device)
-    main = main_experiment(cfg, env)
+    # the hammer-hard run (every test theorem on every seed) in two worker processes
+    main = main_experiment(cfg, env, processes=2 if cfg.hard else 1)
     res = {
         "main": main,
         "claims": measure_claims(cfg, cfg.claim_seeds, main=main),
@@ -370,5 +441,15 @@ def run_experiment(cfg, device=None) -> dict:
         "final_loss": round(float(np.mean(env["losses"][-20:])), 3),
         "n_pairs": len(env["pairs"]),
     }
+    if cfg.hard:
+        res["split"] = {
+            "n_train": len(env["train"]),
+            "n_test": len(env["test"]),
+            "n_easy": env["n_easy"],
+            "test_families": {
+                f: sum(p.family == f for p in env["test"])
+                for f in sorted({p.family for p in env["test"]})
+            },
+        }
     res["seconds"] = round(time.perf_counter() - t0, 1)
     return res

@@ -30,10 +30,11 @@ def _p(lines):
     return "\n".join(lines)
 
 
-def _vieta(rng: random.Random):
+def _vieta(rng: random.Random, wide: bool = False):
     kind = rng.choice(["cube2", "fourth2", "sq3", "cube3"])
     if kind.endswith("3"):
-        r = [rng.randint(1, 5) for _ in range(3)]  # real roots: consistent hypotheses
+        hi = 7 if wide else 5
+        r = [rng.randint(1, hi) for _ in range(3)]  # real roots: consistent hypotheses
         s1, s2, s3 = sum(r), r[0] * r[1] + r[1] * r[2] + r[2] * r[0], r[0] * r[1] * r[2]
         st = lambda goal: Statement(
             ("a", "b", "c"),
@@ -76,7 +77,8 @@ def _vieta(rng: random.Random):
                 ]
             ),
         )
-    r1, r2 = rng.randint(1, 6), rng.randint(1, 6)  # real roots: consistent hypotheses
+    hi = 9 if wide else 6
+    r1, r2 = rng.randint(1, hi), rng.randint(1, hi)  # real roots: consistent hypotheses
     s, p = r1 + r2, r1 * r2
     st = lambda goal: Statement(
         ("a", "b"), "real", (("h0", f"a + b = {s}"), ("h1", f"a * b = {p}")), goal
@@ -127,8 +129,8 @@ def _vieta(rng: random.Random):
     )
 
 
-def _amgm(rng: random.Random):
-    c = rng.randint(2, 9)
+def _amgm(rng: random.Random, wide: bool = False):
+    c = rng.randint(2, 12 if wide else 9)
     kind = rng.choice(["sum", "ratio", "three"])
     if kind == "three":
         st = Statement(
@@ -203,7 +205,7 @@ def _amgm(rng: random.Random):
     )
 
 
-def _modular(rng: random.Random):
+def _modular(rng: random.Random, wide: bool = False):
     m = rng.choice([3, 5, 7])
     r, c = rng.randint(1, m - 1), rng.randint(1, 9)
     st = Statement(
@@ -225,7 +227,7 @@ def _modular(rng: random.Random):
     )
 
 
-def _digits(rng: random.Random):
+def _digits(rng: random.Random, wide: bool = False):
     a = rng.randint(2, 9)
     b = rng.randint(1, a - 1)
     d = a - b
@@ -255,8 +257,8 @@ def _digits(rng: random.Random):
     )
 
 
-def _identity(rng: random.Random):
-    t = rng.randint(2, 9)
+def _identity(rng: random.Random, wide: bool = False):
+    t = rng.randint(2, 15 if wide else 9)
     kind = rng.choice(["sq", "cube", "fourth"])
     st = lambda goal: Statement(
         ("x",), "real", (("h0", "x != 0"), ("h1", f"x + 1 / x = {t}")), goal
@@ -329,18 +331,23 @@ _MAKERS = {
 }
 
 
-def sample_theorem(family: str, rng: random.Random) -> tuple:
-    """One (Statement, gold proof) of ``family`` with constants drawn from ``rng``."""
+def sample_theorem(family: str, rng: random.Random, wide: bool = False) -> tuple:
+    """One (Statement, gold proof) of ``family`` with constants drawn from ``rng``.
+    ``wide`` draws the constants from wider ranges (roots up to 7 or 9 in the Vieta
+    systems, up to 12 in AM–GM, up to 15 in the identities): about 430 distinct
+    theorems whose gold proof checks instead of about 265."""
     if family not in _MAKERS:
         raise ValueError(f"family: expected one of {FAMILIES}, got {family!r}")
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng: expected a random.Random, got {type(rng).__name__}")
-    return _MAKERS[family](rng)
+    if not isinstance(wide, bool):
+        raise TypeError(f"wide: expected a bool, got {type(wide).__name__}")
+    return _MAKERS[family](rng, wide)
 
 
-def make_problems(n: int, seed: int, prover=None) -> list:
+def make_problems(n: int, seed: int, prover=None, wide: bool = False) -> list:
     """``n`` distinct theorems (families in turn) whose gold proofs check with
-    ``prover``."""
+    ``prover`` (``wide``: constants from the wider ranges of :func:`sample_theorem`)."""
     from lib.common import check_int
 
     from .language import _check_prover, initial_state, parse_steps, run_step
@@ -348,6 +355,8 @@ def make_problems(n: int, seed: int, prover=None) -> list:
 
     check_int("n", n, 1)
     check_int("seed", seed, 0)
+    if not isinstance(wide, bool):
+        raise TypeError(f"wide: expected a bool, got {type(wide).__name__}")
     if prover is not None:
         _check_prover(prover)
     prover = prover or Prover()
@@ -359,7 +368,7 @@ def make_problems(n: int, seed: int, prover=None) -> list:
                 f"make_problems: only {len(out)} of {n} gold proofs check"
             )
         fam = FAMILIES[tries % len(FAMILIES)]
-        stmt, gold = sample_theorem(fam, rng)
+        stmt, gold = sample_theorem(fam, rng, wide)
         if stmt in seen:
             continue
         seen.add(stmt)

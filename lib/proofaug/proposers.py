@@ -96,6 +96,40 @@ def claim_examples(stmt: Statement, gold: str, prover) -> list:
     return out
 
 
+def dsp_sketch(gold: str) -> str:
+    """The DSP-style sketch of a proof: the same claims and blocks, every
+    justification ``by TAC`` replaced by the hole ``by hammer`` (which DSP and ProofAug
+    fill with callATP)."""
+    _check_text("gold", gold)
+    out = []
+    for line in gold.split("\n"):
+        toks = line.split()
+        if len(toks) >= 2 and toks[-2] == "by":
+            toks[-1] = "hammer"
+        out.append(" ".join(toks))
+    return "\n".join(out)
+
+
+def sketch_examples(problems: list) -> list:
+    """(statement, DSP sketch of the gold proof) for each problem: the proposer's extra
+    training pairs, so that it writes sketches with holes as the paper's few-shot DSP
+    prompts make its proposers do."""
+    if isinstance(problems, (str, bytes)) or not isinstance(problems, (list, tuple)):
+        raise TypeError(
+            f"problems: expected a list of Problem, got {type(problems).__name__}"
+        )
+    out = []
+    for i, p in enumerate(problems):
+        if not isinstance(getattr(p, "stmt", None), Statement) or not isinstance(
+            getattr(p, "gold", None), str
+        ):
+            raise TypeError(
+                f"problems[{i}]: expected a Problem, got {type(p).__name__}"
+            )
+        out.append((p.stmt, dsp_sketch(p.gold)))
+    return out
+
+
 def encode_pair(stmt: Statement, proof: str | None) -> list[str]:
     """Token list: prompt, ``<sep>``, proof lines joined by ``<nl>`` (no proof: the
     prompt only)."""
