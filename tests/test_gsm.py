@@ -327,9 +327,14 @@ def test_full_path_shrunk_runs_and_reports_every_claim():
         batch=4,
         d=8,
         claim_seeds=(0, 1, 2),
+        img_train=16,
+        img_test=8,
+        img_steps=2,
+        img_batch=4,
     )
     out = G.run_experiment(cfg)
     assert set(out["acc"]) == {"/".join(s) for s in G.SPECS}
+    assert set(out["mnist_acc"]) == set(G.IMG_MODELS)
     tested = [c.id for c in G.CLAIMS if c.rule is not None]
     assert set(out["claims"]) == set(tested)
     for m in out["claims"].values():
@@ -378,8 +383,22 @@ def test_expected_verdicts_are_the_tuning_seeds_verdicts():
     best = max(C.TUNING["scores"], key=C.TUNING["scores"].get)
     assert G.SMOKE.lr == C.TUNING["lr"] == float(best)
     for c in C.CLAIMS:
-        if c.rule is not None:
+        if c.rule is not None and c.id != "benchmarks":
             assert c.expect == C.TUNING["verdicts"][c.id], c.id
+
+
+def test_mnist_rates_and_expected_verdict_come_from_the_validation_tuning():
+    from lib.gsm import claims as C
+    from lib.gsm.tune import IMG_RATES
+
+    T = C.TUNING_IMAGES
+    assert T["seeds"] == list(C.TUNING_SEEDS) and T["split"] == "valid"
+    for name in G.IMG_MODELS:  # every model: the same grid, its own best rate
+        assert set(T["scores"][name]) == {f"{r:g}" for r in IMG_RATES}
+        best = max(T["scores"][name], key=T["scores"][name].get)
+        assert G.IMG_LR[name] == T["lr"][name] == float(best), name
+    claim = next(c for c in C.CLAIMS if c.id == "benchmarks")
+    assert claim.expect == T["verdicts"]["benchmarks"]
 
 
 def test_tune_rejects_bad_rates():
@@ -398,3 +417,270 @@ def test_exercise_checks():
     assert X.ex2(2 * (1 - 0.5**10)).ok and not X.ex2(2.0)
     assert X.ex3(2).ok and not X.ex3(3)  # triangles 0-1-2 and 0-2-3
     assert X.ex4("no").ok and not X.ex4("yes")
+
+
+# --- MNIST as graphs ---
+
+IMG_TINY = dataclasses.replace(
+    TINY, img_train=24, img_test=12, img_steps=3, img_batch=4, d=8
+)
+
+
+def _digit(ones):
+    img = np.zeros((28, 28), np.float32)
+    for r, c in ones:  # pooled pixel (r, c) of the 14 × 14 grid set to 1
+        img[2 * r : 2 * r + 2, 2 * c : 2 * c + 2] = 1.0
+    return img
+
+
+def test_image_graph_known_answer():
+    """An L of four pooled pixels: nodes in row-major order, 8-neighbour edges,
+    intensity and centred coordinates."""
+    g = G.image_graph(_digit([(3, 3), (4, 3), (5, 3), (5, 4)]))
+    want = np.array([[0, 1, 0, 0], [1, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 0]])
+    np.testing.assert_array_equal(g["adj"], want)
+    np.testing.assert_allclose(g["feat"][:, 0], 1.0)
+    np.testing.assert_allclose(g["feat"][3, 1:], [2 * 5 / 13 - 1, 2 * 4 / 13 - 1])
+    # a blank image still gives IMG_MIN_NODES nodes; a full one at most IMG_NODES
+    from lib.gsm import images as I
+
+    assert len(G.image_graph(np.zeros((28, 28), np.float32))["adj"]) == 4
+    full = G.image_graph(np.ones((28, 28), np.float32) * 0.5)
+    assert len(full["adj"]) == I.IMG_NODES
+
+
+def test_mnist_file_is_read_not_imported():
+    import sys
+
+    from lib.gsm import images as I
+
+    data = G.load_mnist()
+    assert "mnist" not in sys.modules  # the clashing package name is never imported
+    assert {k: len(v[1]) for k, v in data.items()} == {
+        "train": 50000,
+        "valid": 10000,
+        "test": 10000,
+    }
+    x, y = data["test"]
+    assert x.shape == (10000, 28, 28) and 0 <= x.min() and x.max() < 1
+    assert set(np.unique(y)) == set(range(10))
+    assert I.mnist_path().name == "mnist.pkl.gz"
+
+
+def test_feature_distances_and_hac_on_an_image_graph():
+    adj = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    feat = np.array([[0.0, 0, 0], [0.3, 0, 0], [0.3, 0, 0.4]])
+    d = G.feature_distances(adj, feat)
+    assert d[0, 1] == pytest.approx(0.3) and d[1, 2] == pytest.approx(0.4)
+    assert np.isinf(d[0, 2]) and np.isinf(d[0, 0])
+    Z = G.hac_linkage(d)  # the shorter edge merges first
+    np.testing.assert_allclose(Z[:, 2], [0.3, 0.4])
+
+
+def test_image_tokens_orders_and_pe():
+    img = G.load_mnist()["train"][0][0]
+    g = G.image_graph(img)
+    n = len(g["adj"])
+    for kind in G.IMG_KINDS:
+        t = G.image_tokens(g, kind, np.random.default_rng(0))
+        assert sorted(t["order"].tolist()) == list(range(n))
+        np.testing.assert_array_equal(t["x"][:, :2], 0)  # no query flags
+        np.testing.assert_allclose(t["x"][:, 2:5], g["feat"][t["order"]])
+        o = t["order"]
+        np.testing.assert_array_equal(t["adj"], g["adj"][np.ix_(o, o)])
+    hac = G.image_tokens(g, "hac_dfs_local", np.random.default_rng(0))
+    np.testing.assert_allclose(hac["x"][:, 5], np.arange(n) / n)  # DFS rank / n
+
+
+def test_image_dataset_same_digits_for_every_kind_and_cached():
+    a = G.image_dataset("valid", "node", 3, 10)
+    b = G.image_dataset("valid", "hac_dfs_local", 3, 10)
+    c = G.image_dataset("valid", "node_local", 3, 10)
+    assert a is c  # the same tokens: only the model differs
+    np.testing.assert_array_equal(a["index"], b["index"])
+    torch.testing.assert_close(a["y"], b["y"])
+    torch.testing.assert_close(a["node_mask"].sum(1), b["node_mask"].sum(1))
+    y = G.load_mnist()["valid"][1][a["index"]]
+    np.testing.assert_array_equal(a["y"].numpy(), y)
+
+
+def test_gcn_is_a_normalised_propagation():
+    """Â = D^-1/2 (A + I) D^-1/2 by hand on one layer; padding changes nothing; the
+    output does not depend on the node order."""
+    torch.manual_seed(0)
+    model = G.GCN(1, 10, 8, 10, layers=1).eval()
+    d = G.image_dataset("valid", "node", 0, 3)
+    x, m, adj = (d[k][None] for k in ("x", "mask", "adj"))
+    with torch.no_grad():
+        out = model(x, m, adj)
+        perm = torch.randperm(x.shape[2])
+        pa = adj[:, :, perm][:, :, :, perm]
+        torch.testing.assert_close(model(x[:, :, perm], m[:, :, perm], pa), out)
+        b = 0
+        n = int(m[0, b].sum())
+        A = adj[0, b, :n, :n] + torch.eye(n)
+        Dm = torch.diag(A.sum(1).rsqrt())
+        h = model.embed(x[:, b : b + 1, :n])
+        h = h + torch.nn.functional.gelu(
+            model.convs[0](Dm @ A @ Dm @ model.norms[0](h))
+        )
+        h = model.norm(h)
+        z = model.head2(torch.nn.functional.gelu(model.head1(h.mean(2))))
+        torch.testing.assert_close(z[0, 0], out[0, b], rtol=1e-5, atol=1e-5)
+
+
+def test_train_images_is_paired_and_stacking_exact():
+    """A member of a stack starts from its seed's weights, as it would alone (with
+    a vanishing rate the trained weights are the initial ones), and the evaluation
+    reproduces from the state dict."""
+    both = G.train_images("gsm++", IMG_TINY, (0, 1), lr=1e-12)
+    one = G.train_images("gsm++", IMG_TINY, (1,), lr=1e-12)
+    for k, v in both["state"].items():
+        torch.testing.assert_close(v[1:2], one["state"][k], rtol=0, atol=1e-9)
+    assert not torch.equal(
+        both["state"]["embed.weight"][0], one["state"]["embed.weight"][0]
+    )
+    both = G.train_images("gsm++", IMG_TINY, (0, 1), lr=1e-2)
+    ev = G.evaluate_images("gsm++", both["state"], IMG_TINY, (0, 1))
+    assert len(ev["acc"]) == 2 and ev["pred"].shape == (2, IMG_TINY.img_test)
+
+
+def test_run_images_and_measure_images():
+    run = G.run_images(IMG_TINY, (0, 1), models=tuple(G.IMG_MODELS))
+    assert set(run["acc"]) == set(G.IMG_MODELS)
+    m = G.measure_images(run["acc"])["benchmarks"]
+    for s in (0, 1):
+        best = max(run["acc"][b][s] for b in G.IMG_BASELINES)
+        assert m["values"][s] == pytest.approx(run["acc"]["gsm++"][s] - best)
+        assert m["control"][s] == pytest.approx(run["acc"]["gsm++ no HAC"][s] - best)
+    with pytest.raises(ValueError, match="acc"):
+        G.measure_images({"gsm++": {0: 1.0}})
+
+
+def test_stored_models_command_reproduces_at_shrunk_size(tmp_path):
+    """save → load → evaluate gives the accuracies the training measured, and a
+    fresh training gives the same weights (the command's path, shrunk)."""
+    seeds = (0, 1)
+    run = G.run_images(IMG_TINY, seeds, models=tuple(G.IMG_MODELS))
+    path = G.save_image_models(run, IMG_TINY, seeds, tmp_path / "m.pt")
+    blob = G.load_image_models(IMG_TINY, seeds, path)
+    again = G.run_images(IMG_TINY, seeds, models=tuple(G.IMG_MODELS))
+    for name in G.IMG_MODELS:
+        ev = G.evaluate_images(name, blob["states"][name], IMG_TINY, seeds)
+        assert ev["acc"] == [blob["acc"][name][s] for s in seeds]
+        for k, v in again["states"][name].items():
+            torch.testing.assert_close(v, blob["states"][name][k], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="cfg"):
+        G.load_image_models(dataclasses.replace(IMG_TINY, img_steps=4), seeds, path)
+    with pytest.raises(ValueError, match="seeds"):
+        G.load_image_models(IMG_TINY, (0,), path)
+    with pytest.raises(FileNotFoundError, match="path"):
+        G.load_image_models(IMG_TINY, seeds, tmp_path / "none.pt")
+
+
+def test_stored_models_match_the_current_code_and_settings():
+    """results/gsm.mnist.pt was written by the current training code, with SMOKE's
+    settings and rates, for the notebook seeds."""
+    from lib.gsm import pretrained as P
+
+    blob = G.load_image_models(G.SMOKE, G.NOTEBOOK_SEEDS)
+    assert blob["code"] == P.training_code_digest()
+    assert blob["command"] == P.COMMAND
+    assert P.IMG_FILE.stat().st_size < 10 * 2**20
+
+
+def test_image_bad_inputs():
+    with pytest.raises(ValueError, match="img"):
+        G.image_graph(np.zeros((14, 14)))
+    with pytest.raises(TypeError, match="img"):
+        G.image_graph([[0.0] * 28] * 28)
+    with pytest.raises(ValueError, match="threshold"):
+        G.image_graph(np.zeros((28, 28)), threshold=1.5)
+    with pytest.raises(ValueError, match="feat"):
+        G.feature_distances(np.array([[0, 1], [1, 0]]), np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="split"):
+        G.image_dataset("dev", "node", 0, 4)
+    with pytest.raises(ValueError, match="n_images"):
+        G.image_dataset("test", "node", 0, 10_001)
+    with pytest.raises(ValueError, match="name"):
+        G.make_image_model("gin", 1)
+    with pytest.raises(ValueError, match="x"):
+        G.GCN(2, 10)(torch.zeros(1, 2, 3, 10), torch.ones(1, 2, 3), None)
+    with pytest.raises(ValueError, match="lr"):
+        G.train_images("gcn", IMG_TINY, (0,), lr=0.0)
+    with pytest.raises(TypeError, match="models"):
+        G.run_images(IMG_TINY, (0,), models=())
+
+
+# --- Mixture of Tokenisation ---
+
+
+def _mot_args(n_graphs=4, task="connectivity"):
+    inp = G.mot_inputs(task, dataclasses.replace(TINY, n_min=8, n_max=10), 0, n_graphs)
+    keys = ("xn", "mn", "query", "node_mask", "xs", "ms", "order")
+    return inp, [inp[k][None] for k in keys]
+
+
+def test_mot_mixes_each_node_with_its_own_subgraph_encoding():
+    """The subgraph encoding mixed into token i is that of node order[i] (by hand),
+    and a gate forced to one side gives that side's encoding exactly."""
+    torch.manual_seed(0)
+    model = G.MoT(1, "hybrid", Gr.FEAT, 8, 8).eval()
+    inp, args = _mot_args()
+    xn, mn, q, nm, xs, ms, order = args
+    with torch.no_grad():
+        h1 = model.node.encode(xn, mn.bool())
+        M, B, N, L, Fe = xs.shape
+        h2 = model.sub.encode(xs.reshape(M, B * N, L, Fe), ms.reshape(M, B * N, L))
+        cnt = ms.reshape(M, B * N, L, 1).sum(2).clamp_min(1)
+        h2 = (h2.sum(2) / cnt).reshape(M, B, N, -1)
+        for side, want in ((0, h1), (1, h2)):
+            model.gate.weight.zero_()
+            model.gate.bias.fill_(0.0)
+            model.gate.bias[0, side] = 1e4
+            h, w = model.weights(*args)
+            for b in range(B):
+                n = int(nm[0, b].sum())
+                for i in range(n):
+                    ref = want[0, b, i] if side == 0 else want[0, b, order[0, b, i]]
+                    torch.testing.assert_close(h[0, b, i], ref)
+            assert torch.all(w[..., side] > 0.999)
+        out = model(*args)
+    assert out.shape == (1, 4, 8)
+    assert inp["order"].shape == inp["xn"].shape[:2]
+
+
+def test_mot_weights_are_a_softmax_per_node_and_train():
+    torch.manual_seed(0)
+    model = G.MoT(1, "transformer", Gr.FEAT, 8, 8)
+    inp, args = _mot_args(8, "degree")
+    _, w = model.weights(*args)
+    torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(20):
+        loss = torch.nn.functional.cross_entropy(model(*args)[0], inp["y"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    assert model.gate.weight.grad is not None
+
+
+def test_mot_bad_inputs():
+    model = G.MoT(1, "ssm", Gr.FEAT, 8, 8)
+    _, args = _mot_args()
+    bad = list(args)
+    bad[6] = torch.zeros_like(args[6])  # not a permutation
+    with pytest.raises(ValueError, match="order"):
+        model(*bad)
+    bad[6] = args[6].float()
+    with pytest.raises(TypeError, match="order"):
+        model(*bad)
+    with pytest.raises(ValueError, match="xs"):
+        model(*args[:4], args[4][:, :, :3], *args[5:])
+    with pytest.raises(ValueError, match="sub"):
+        G.mot_inputs("degree", TINY, 0, 2, sub="hac_dfs")
+    with pytest.raises(ValueError, match="encoder"):
+        G.MoT(1, "rnn", Gr.FEAT)

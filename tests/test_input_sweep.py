@@ -307,6 +307,8 @@ def cases(chapter: str) -> tuple:
 
 def _cases_egf():
     from lib import egf as E
+    from lib.egf import earth as EA
+    from lib.egf import quakes as EQ
 
     ch = "egf"
     TINY = E.Config(
@@ -396,6 +398,54 @@ def _cases_egf():
             lambda: dict(lon=T(10.0, -170.0), lat=T(45.0, -20.0)),
         ),
         Case(ch, "load_volcanoes", E.load_volcanoes, lambda: dict()),
+        Case(ch, "load_earthquakes", E.load_earthquakes, lambda: dict()),
+        Case(
+            ch,
+            "event_split",
+            EA.event_split,
+            lambda: dict(dataset="earthquake", seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "quake_fits",
+            EQ.quake_fits,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", processes=1),
+            {"cfg": "obj", "seeds": "seq_nonneg", "processes": "count"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "save_quake_record",
+            EQ.save_quake_record,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), path="/tmp/egf_sweep_quakes.json", processes=1
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg", "processes": "count", "path": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "quake_measured",
+            EQ.quake_measured,
+            lambda: dict(
+                record={
+                    "seeds": [0],
+                    "fits": {
+                        m: {0: {"test_nll": 1.0}} for m in ("egf", "moser", "egf_pi2")
+                    },
+                }
+            ),
+            {"record": "obj"},
+        ),
+        Case(
+            ch,
+            "load_quake_record",
+            EQ.load_quake_record,
+            lambda: dict(cfg=E.SMOKE),
+            {"cfg": "obj"},
+            skip=("path",),
+        ),
         Case(
             ch,
             "surface_divergence",
@@ -4884,9 +4934,22 @@ def _cases_memorization():
 def _cases_gsm():
     from lib import gsm as G
 
+    import pathlib
+
     ch = "gsm"
     TINY = G.Config(
-        n_min=6, n_max=8, n_train=8, n_test=4, steps=2, batch=4, d=8, claim_seeds=(0,)
+        n_min=6,
+        n_max=8,
+        n_train=8,
+        n_test=4,
+        steps=2,
+        batch=4,
+        d=8,
+        claim_seeds=(0,),
+        img_train=8,
+        img_test=4,
+        img_steps=2,
+        img_batch=4,
     )
     rng = lambda: np.random.default_rng(0)  # noqa: E731
     graph = G.make_graph("degree", 8, rng())
@@ -4906,6 +4969,15 @@ def _cases_gsm():
         for c in G.CLAIMS
         if c.rule is not None
     }
+    IMG = TINY
+    digit = G.load_mnist()["valid"][0][0]
+    ig = G.image_graph(digit)
+    gcn_state = G.train_images("gcn", IMG, (0,))["state"]
+    img_run = {
+        "states": {},
+        "acc": {k: {0: 0.5} for k in G.IMG_MODELS},
+    }
+    tmp = pathlib.Path(tempfile.mkdtemp())
     return [
         config_case(
             ch, G.Config, G.SMOKE, {"claim_seeds": "seq_nonneg", "seed": "nonneg"}
@@ -5029,6 +5101,103 @@ def _cases_gsm():
         ),
         Case(
             ch, "judge", G.judge, lambda: dict(measured=measured), {"measured": "obj"}
+        ),
+        Case(ch, "load_mnist", G.load_mnist, lambda: dict()),
+        Case(
+            ch,
+            "image_graph",
+            G.image_graph,
+            lambda: dict(img=digit.copy(), threshold=0.3),
+            {"img": "obj", "threshold": "prob"},
+        ),
+        Case(
+            ch,
+            "feature_distances",
+            G.feature_distances,
+            lambda: dict(adj=ig["adj"].copy(), feat=ig["feat"].copy(), rng=rng()),
+            {"adj": "obj", "feat": "obj", "rng": "obj"},
+        ),
+        Case(
+            ch,
+            "image_tokens",
+            G.image_tokens,
+            lambda: dict(graph=ig, kind="hac_dfs_local", rng=rng()),
+            {"graph": "obj", "rng": "obj"},
+        ),
+        Case(
+            ch,
+            "image_dataset",
+            G.image_dataset,
+            lambda: dict(split="valid", kind="node", seed=0, n_images=4),
+            {"seed": "nonneg"},
+        ),
+        Case(ch, "GCN", G.GCN, lambda: dict(m=1, feat=5, d=8, classes=3, layers=1)),
+        Case(
+            ch,
+            "make_image_model",
+            G.make_image_model,
+            lambda: dict(name="gsm++", m=1, d=8),
+        ),
+        Case(
+            ch,
+            "train_images",
+            G.train_images,
+            lambda: dict(name="gcn", cfg=IMG, seeds=(0,), lr=1e-2, device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "evaluate_images",
+            G.evaluate_images,
+            lambda: dict(name="gcn", state=gcn_state, cfg=IMG, seeds=(0,), n=4),
+            {"state": "obj", "cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "run_images",
+            G.run_images,
+            lambda: dict(cfg=IMG, seeds=(0,), models=("gcn",), device="cpu"),
+            {"cfg": "obj", "seeds": "seq_nonneg", "models": "seq"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "load_image_models",
+            G.load_image_models,
+            lambda: dict(cfg=G.SMOKE, seeds=G.NOTEBOOK_SEEDS),
+            {"cfg": "obj", "seeds": "seq_nonneg"},
+        ),
+        Case(
+            ch,
+            "save_image_models",
+            G.save_image_models,
+            lambda: dict(
+                run=img_run, cfg=IMG, seeds=(0,), path=str(tmp / "m.pt"), provenance={}
+            ),
+            {"run": "obj", "cfg": "obj", "seeds": "seq_nonneg"},
+            skip=("path", "provenance"),
+        ),
+        Case(
+            ch,
+            "measure_images",
+            G.measure_images,
+            lambda: dict(acc=img_run["acc"] | {}),
+            {"acc": "obj"},
+        ),
+        Case(
+            ch,
+            "MoT",
+            G.MoT,
+            lambda: dict(m=1, encoder="hybrid", feat=5, d=8, classes=3),
+        ),
+        Case(
+            ch,
+            "mot_inputs",
+            G.mot_inputs,
+            lambda: dict(
+                task="degree", cfg=TINY, seed=0, n_graphs=2, node="hac_dfs", sub="khop"
+            ),
+            {"cfg": "obj", "seed": "nonneg"},
         ),
     ]
 
@@ -6312,9 +6481,7 @@ def _cases_misuse_combos():
             ch,
             "tune_weak_steps",
             Mc.tune_weak_steps,
-            lambda: dict(
-                cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1
-            ),
+            lambda: dict(cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1),
             {"cfg": "obj", "seeds": "seq_nonneg", "options": "seq_count"},
         ),
         Case(

@@ -16,14 +16,24 @@ Key equations (the selective SSM, discretised, and its recurrence):
 
 No public code. Modules: :mod:`.graphs` (tasks, HAC, tokenisations), :mod:`.models`
 (stacked Transformer / selective SSM / hybrid encoders, parallel and sequential scans),
-:mod:`.experiment` (datasets and stacked training), :mod:`.claims`.
+:mod:`.experiment` (datasets and stacked training), :mod:`.images` (MNIST digits as
+pixel graphs: GSM++ against a GCN, a Transformer and a GPS-style model),
+:mod:`.pretrained` (the stored MNIST models), :mod:`.mot` (Mixture of Tokenisation),
+:mod:`.claims`.
 """
 
 from dataclasses import dataclass
 
 from lib.common import check_int, check_numbers, check_positive
 
-from .claims import CLAIMS, NOTEBOOK_SEEDS, TUNING_SEEDS, judge, measure_claims
+from .claims import (
+    CLAIMS,
+    NOTEBOOK_SEEDS,
+    TUNING_SEEDS,
+    judge,
+    measure_claims,
+    measure_images,
+)
 from .experiment import (
     SPECS,
     make_dataset,
@@ -48,7 +58,25 @@ from .graphs import (
     make_graph,
     tokenize,
 )
+from .images import (
+    GCN,
+    IMG_BASELINES,
+    IMG_KINDS,
+    IMG_LR,
+    IMG_MODELS,
+    evaluate_images,
+    feature_distances,
+    image_dataset,
+    image_graph,
+    image_tokens,
+    load_mnist,
+    make_image_model,
+    run_images,
+    train_images,
+)
 from .models import ENCODERS, GSM, SelectiveSSM, scan_parallel, scan_sequential
+from .mot import MoT, mot_inputs
+from .pretrained import load_image_models, save_image_models
 
 
 @dataclass(frozen=True)
@@ -65,10 +93,24 @@ class Config:
     d: int = 32  # model width
     lr: float = 3e-3  # chosen on TUNING_SEEDS (see .claims)
     claim_seeds: tuple = NOTEBOOK_SEEDS
+    img_train: int = 1000  # MNIST digits per seed (lib.gsm.images)
+    img_test: int = 500
+    img_steps: int = 200
+    img_batch: int = 32
 
     def __post_init__(self):
         check_int("seed", self.seed, 0)
-        for name in ("n_train", "n_test", "steps", "batch", "d"):
+        for name in (
+            "n_train",
+            "n_test",
+            "steps",
+            "batch",
+            "d",
+            "img_train",
+            "img_test",
+            "img_steps",
+            "img_batch",
+        ):
             check_int(name, getattr(self, name), 1)
         check_int("n_min", self.n_min, 6)
         check_int("n_max", self.n_max, self.n_min)
@@ -84,7 +126,17 @@ class Config:
 SMOKE = Config()
 #: larger graphs, more data and steps, a wider model (a GPU run)
 FULL = Config(
-    n_min=16, n_max=40, n_train=10000, n_test=2000, steps=3000, batch=64, d=64
+    n_min=16,
+    n_max=40,
+    n_train=10000,
+    n_test=2000,
+    steps=3000,
+    batch=64,
+    d=64,
+    img_train=20000,
+    img_test=5000,
+    img_steps=4000,
+    img_batch=64,
 )
 
 __all__ = [
@@ -116,9 +168,28 @@ __all__ = [
     "predict",
     "run_grid",
     "run_experiment",
+    "IMG_MODELS",
+    "IMG_BASELINES",
+    "IMG_KINDS",
+    "IMG_LR",
+    "load_mnist",
+    "image_graph",
+    "feature_distances",
+    "image_tokens",
+    "image_dataset",
+    "GCN",
+    "make_image_model",
+    "train_images",
+    "evaluate_images",
+    "run_images",
+    "load_image_models",
+    "save_image_models",
+    "MoT",
+    "mot_inputs",
     "CLAIMS",
     "NOTEBOOK_SEEDS",
     "TUNING_SEEDS",
     "measure_claims",
+    "measure_images",
     "judge",
 ]

@@ -238,19 +238,25 @@ def run_grid(cfg, seeds, specs=SPECS, device="cpu", lr=None) -> dict:
 
 
 def run_experiment(cfg, device=None) -> dict:
-    """The chapter's grid on ``cfg.claim_seeds`` and the claims' per-seed values (the
-    FULL entry point's payload); ``device`` None means the CPU."""
-    from .claims import measure_from_grid
+    """The chapter's grid and the MNIST models on ``cfg.claim_seeds`` and the claims'
+    per-seed values (the FULL entry point's payload); ``device`` None means the CPU."""
+    from .claims import measure_from_grid, measure_images
+    from .images import run_images
 
     _check_cfg(cfg)
     device = "cpu" if device is None else device
     t0 = time.perf_counter()
     grid = run_grid(cfg, cfg.claim_seeds, device=device)
+    images = run_images(cfg, cfg.claim_seeds, device=device)
+    measured = measure_from_grid(grid["acc"]) | measure_images(images["acc"])
     return {
         "acc": {k: {str(s): v for s, v in d.items()} for k, d in grid["acc"].items()},
+        "mnist_acc": {
+            k: {str(s): v for s, v in d.items()} for k, d in images["acc"].items()
+        },
         "claims": {
             cid: {part: {str(s): v for s, v in d.items()} for part, d in m.items()}
-            for cid, m in measure_from_grid(grid["acc"]).items()
+            for cid, m in measured.items()
         },
         "seconds": time.perf_counter() - t0,
     }

@@ -6,6 +6,13 @@ for every model), prints the mean test accuracy over the grid per rate and, at t
 best rate, each claim's verdict on the tuning seeds; ``--write`` stores both in
 ``lib/gsm/tuning.json``, which :mod:`lib.gsm.claims` reads (the rate the presets use
 and the verdicts the claims expect).
+
+``python -m lib.gsm.tune --images`` does the same for the MNIST models
+(:mod:`lib.gsm.images`): every model gets the same grid :data:`IMG_RATES`, trained on
+the tuning seeds' training digits and scored on their *validation* digits (MNIST's
+validation split, never the test digits); each model keeps its own best rate, and the
+benchmarks claim's verdict on the tuning seeds' validation digits at those rates is the
+verdict it expects (``--write``: ``lib/gsm/tuning_images.json``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ from lib.common.claims import seed_list
 #: the learning rates tried (the same for every model)
 RATES = (1e-3, 3e-3, 1e-2, 3e-2)
 TUNING_FILE = pathlib.Path(__file__).with_name("tuning.json")
+#: the learning rates tried for each MNIST model (the same grid for every model)
+IMG_RATES = (3e-3, 1e-2, 3e-2)
+IMG_TUNING_FILE = pathlib.Path(__file__).with_name("tuning_images.json")
 
 
 def tune(cfg, seeds, rates=RATES, device="cpu") -> dict:
@@ -55,21 +65,55 @@ def tune(cfg, seeds, rates=RATES, device="cpu") -> dict:
     }
 
 
+def tune_images(cfg, seeds, rates=IMG_RATES, device="cpu") -> dict:
+    """Each MNIST model's mean validation accuracy per rate on ``seeds``, its best
+    rate, and the benchmarks claim's verdict on ``seeds``' validation digits at the
+    best rates."""
+    from . import Config
+    from .claims import judge_images
+    from .images import IMG_MODELS, evaluate_images, train_images
+
+    check_instance("cfg", cfg, Config, "a lib.gsm.Config")
+    seeds = list(seed_list(seeds))
+    check_numbers("rates", rates, check_positive)
+    scores, accs = {}, {}
+    for name in IMG_MODELS:
+        for lr in rates:
+            res = train_images(name, cfg, seeds, lr=lr, device=device)
+            acc = evaluate_images(name, res["state"], cfg, seeds, split="valid")["acc"]
+            accs[name, lr] = dict(zip(seeds, acc))
+            scores.setdefault(name, {})[f"{lr:g}"] = round(float(np.mean(acc)), 4)
+            sys.stderr.write(f"{name} lr {lr:g}: {np.mean(acc):.4f}\n")
+    best = {n: max(rates, key=lambda r: scores[n][f"{r:g}"]) for n in IMG_MODELS}
+    result = judge_images({n: accs[n, best[n]] for n in IMG_MODELS})
+    return {
+        "seeds": seeds,
+        "split": "valid",
+        "scores": scores,
+        "lr": best,
+        "verdicts": {result.claim.id: result.verdict},
+    }
+
+
 def main(argv=None) -> int:
     from . import SMOKE
     from .claims import TUNING_SEEDS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="store lib/gsm/tuning.json")
+    ap.add_argument("--write", action="store_true", help="store the tuning file")
+    ap.add_argument(
+        "--images", action="store_true", help="tune the MNIST models instead"
+    )
     args = ap.parse_args(argv)
     set_threads(1)  # the small stacked models train fastest on one thread
     t0 = time.perf_counter()
-    out = tune(dataclasses.replace(SMOKE), TUNING_SEEDS)
+    run = tune_images if args.images else tune
+    out = run(dataclasses.replace(SMOKE), TUNING_SEEDS)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     text = json.dumps(out, indent=1)
     sys.stdout.write(text + "\n")
     if args.write:
-        TUNING_FILE.write_text(text + "\n")
+        (IMG_TUNING_FILE if args.images else TUNING_FILE).write_text(text + "\n")
     return 0
 
 
