@@ -52,11 +52,12 @@ setup: $(STAMP) $(VENDOR) data/.fetched
 # (.FORCE below). The scripts check what they install and write their stamp only on success.
 FMNIST_FILES := $(addprefix data/fashion-mnist/,train-images-idx3-ubyte.gz \
                   train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
+QUAKE_FILES  := data/earthquakes.json
 VENDOR_FILES := $(addprefix book/_static/,widgets/embed-amd.js widgets/require.js \
                   mathjax/tex-mml-chtml.js)
 missing_any = $(if $(filter-out $(wildcard $(1)),$(1)),.FORCE)
 
-data/.fetched: scripts/fetch_data.sh $(call missing_any,$(FMNIST_FILES))
+data/.fetched: scripts/fetch_data.sh $(call missing_any,$(FMNIST_FILES) $(QUAKE_FILES))
 	bash scripts/fetch_data.sh
 
 .FORCE:

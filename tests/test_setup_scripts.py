@@ -5,11 +5,13 @@ and their targets at tmp_path."""
 
 import gzip
 import io
+import json
 import os
 import pathlib
 import shutil
 import subprocess
 import tarfile
+import tempfile
 
 import pytest
 
@@ -42,10 +44,13 @@ def _run(script, env):
         not in (
             "FETCH_DATA_ROOT",
             "FASHION_MNIST_SRC",
+            "VEGA_EARTHQUAKES_SRC",
             "VENDOR_JS_STATIC",
             "VENDOR_JS_TARBALLS",
         )
     }
+    if script == FETCH:  # never npm in these tests: a generated earthquakes.json
+        full_env["VEGA_EARTHQUAKES_SRC"] = str(_quakes_src())
     full_env.update(env)
     return subprocess.run(
         ["bash", str(script)], env=full_env, capture_output=True, text=True, timeout=300
@@ -53,6 +58,55 @@ def _run(script, env):
 
 
 # --- fetch_data.sh --------------------------------------------------------------------
+def _quake_json(n=1707):
+    """A GeoJSON FeatureCollection of ``n`` point events, as vega-datasets ships."""
+    feats = [
+        {
+            "type": "Feature",
+            "geometry": {
+                "type": "Point",
+                "coordinates": [i % 360 - 180, i % 180 - 90, 10.0],
+            },
+            "properties": {"mag": 1.0},
+        }
+        for i in range(n)
+    ]
+    return json.dumps({"type": "FeatureCollection", "features": feats})
+
+
+_QUAKES = {}
+
+
+def _quakes_src():
+    if "dir" not in _QUAKES:
+        d = pathlib.Path(tempfile.mkdtemp(prefix="quakes_src"))
+        (d / "earthquakes.json").write_text(_quake_json())
+        _QUAKES["dir"] = d
+    return _QUAKES["dir"]
+
+
+def test_fetch_data_installs_the_earthquakes_and_refuses_a_damaged_file(
+    tmp_path, fmnist_src
+):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "earthquakes.json").write_text(_quake_json(1706))  # one event short
+    root = tmp_path / "data"
+    env = {"FETCH_DATA_ROOT": str(root), "FASHION_MNIST_SRC": str(fmnist_src)}
+    r = _run(FETCH, {**env, "VEGA_EARTHQUAKES_SRC": str(bad)})
+    assert r.returncode != 0 and "1706 events" in r.stderr and "retry" in r.stderr
+    assert not (root / ".fetched").exists() and not (root / "earthquakes.json").exists()
+    assert [p.name for p in root.iterdir() if p.name.startswith(".earth")] == []
+    r = _run(FETCH, env)
+    assert r.returncode == 0, r.stderr
+    assert (root / "earthquakes.json").read_text() == _quake_json()
+    (root / "earthquakes.json").write_text("{")  # damaged after install: repaired
+    r = _run(FETCH, env)
+    assert (
+        r.returncode == 0 and (root / "earthquakes.json").read_text() == _quake_json()
+    )
+
+
 @pytest.fixture(scope="module")
 def fmnist_src(tmp_path_factory):
     """The four Fashion-MNIST files with the right sizes (zeros as pixels)."""
@@ -238,7 +292,7 @@ def test_vendor_js_stamp_without_files_reruns(tmp_path):
         (
             "data/.fetched",
             "data/.fetched",
-            [f"data/fashion-mnist/{n}" for n in FMNIST],
+            [f"data/fashion-mnist/{n}" for n in FMNIST] + ["data/earthquakes.json"],
             "bash scripts/fetch_data.sh",
         ),
         (

@@ -60,6 +60,7 @@ from .sphere import (
     SphereMaps,
     fibonacci_sphere,
     fit_vmf_mixture,
+    load_earthquakes,
     load_volcanoes,
     lonlat_to_xyz,
     make_rotations,
@@ -83,7 +84,7 @@ from .torus import (
 class Config:
     """One preset of the chapter's experiments (see :func:`run_experiment`)."""
 
-    seed: int = 0
+    seed: int = 10  # the comparison's seed: the first notebook seed (not a tuning seed)
     width: int = 32  # hidden width of the small EGF and the small Moser Flow
     depth: int = 3  # hidden layers (all models)
     large_width: int = 128  # the large Moser Flow (about 15× the parameters)
@@ -196,6 +197,7 @@ __all__ = [
     "fibonacci_sphere",
     "lonlat_to_xyz",
     "load_volcanoes",
+    "load_earthquakes",
     "surface_divergence",
     "fit_vmf_mixture",
     "vmf_mixture_logpdf",

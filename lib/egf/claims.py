@@ -49,10 +49,28 @@ number of components is chosen per seed on the validation split from {1, 2, 4, �
 512}; on tuning seed 0 grids ending at 64 and then 256 had put the choice at their
 edge. The verdict is recorded as partly reproduced: the EGF beats Moser Flow by the
 margin, but so does the non-ergodic control.
+
+The earthquake claim (``earth-nll``): the same statistic, models, settings and control
+on the 1,707 earthquakes of npm vega-datasets (nothing re-tuned: the volcanoes'
+settings carried over). The margin is the paper's own gap (−0.09 against −0.12, so
+0.03 nats), written before the first earthquake run; the volcanoes' 0.1 would ask for
+three times the effect the paper reports. On :data:`TUNING_SEEDS` (test NLL, EGF /
+Moser / π/2 control / vMF), in a first run whose kernels were not pinned to AVX2:
+seed 0 −0.51 / −0.26 / 0.08 / −3.39, seed 1 −0.30 / 0.13 / 0.33 / −3.01. The EGF
+cleared the margin on both and the control on neither, so the expected verdict was set
+to reproduced before the notebook and held-out seeds ran. With the book's AVX2 pin
+(:mod:`lib.cpu_pins`, as every stored number) the same two seeds give seed 0 −0.14 /
+−0.43 / 0.09 / −3.39 and seed 1 −0.29 / 0.16 / 0.31 / −3.01: Moser Flow is ahead on
+seed 0 by 0.29, the control fails on both. A kernel change moves single fits by tenths
+of a nat here, so single seeds say little; the notebook's three and the eight
+held-out seeds decide the row.
 """
 
 from __future__ import annotations
 
+import torch
+
+from lib.common import check_choice
 from lib.common.claims import Claim, Rule, judge_all, seed_list
 
 #: seeds on which the learning rates and the margin were chosen
@@ -77,6 +95,13 @@ _CTRL_S2 = (
     "the EGF's rotations by π/4 replaced by rotations by π/2 (they generate the "
     "24-element octahedral group: not ergodic)"
 )
+
+_STAT_QUAKE = (
+    "test NLL(small Moser) − test NLL(small EGF), nats, on 20 % of the 1,707 "
+    "earthquakes (vega-datasets) held out per seed; the volcanoes' settings"
+)
+#: the earthquake row's verdict on TUNING_SEEDS, set before the notebook seeds ran
+_EXPECT_QUAKE = "reproduced"
 
 CLAIMS = (
     Claim(
@@ -114,11 +139,15 @@ CLAIMS = (
     ),
     Claim(
         "earth-nll",
-        "on earthquake and flood data on the sphere the EGF has a lower NLL than Moser "
-        "Flow",
-        paper="NLL Earthquake −0.12 vs −0.09, Flood 0.56 vs 0.62",
+        "on the earthquake catalogue on the sphere a small EGF reaches a lower test "
+        "NLL than an equally small Moser Flow",
+        paper="NLL Earthquake: EGF −0.12, Moser Flow −0.09 (Flood 0.56 vs 0.62: no "
+        "flood catalogue ships offline, not tested); the NOAA data, not ours",
         where="Table 1 (Earth data on S²)",
-        expect="not tested here",
+        statistic=_STAT_QUAKE,
+        rule=Rule.at_least(0.03),
+        control=_CTRL_S2,
+        expect=_EXPECT_QUAKE,
     ),
     Claim(
         "rl-divergence",
@@ -139,22 +168,33 @@ CLAIMS = (
 
 
 def _claim_job(space: str, model: str, target: str, cfg, seed: int, device) -> float:
-    """One fit of :func:`claim_fits`: a torus KL or the sphere's metrics."""
+    """One fit of :func:`claim_fits`: a torus KL (``target``: the torus target) or the
+    sphere's metrics (``target``: the data set)."""
     from .earth import sphere_fit_metrics
     from .experiment import fit_one
 
     if space == "torus":
         return fit_one(model, target, cfg, seed, device=device)[1]["kl"]
-    return sphere_fit_metrics(model, cfg, seed, device)
+    return sphere_fit_metrics(model, cfg, seed, device, dataset=target)
 
 
 _TORUS_ARMS = ("egf", "moser", "egf_rational")
 
 
-def claim_jobs(cfg, seeds, device="cpu") -> list:
+def _datasets(datasets) -> tuple:
+    from .earth import DATASETS
+
+    if not isinstance(datasets, (tuple, list)) or not datasets:
+        raise TypeError(f"datasets: expected a non-empty tuple, got {datasets!r}")
+    for d in datasets:
+        check_choice("datasets", d, DATASETS)
+    return tuple(datasets)
+
+
+def claim_jobs(cfg, seeds, device="cpu", datasets=("volcano", "earthquake")) -> list:
     """The independent fits of :func:`claim_fits`, as argument tuples of
-    :func:`_claim_job` (torus arms by target, then the sphere's models, seed by
-    seed)."""
+    :func:`_claim_job` (torus arms by target, then each sphere data set's models,
+    seed by seed)."""
     from .earth import SPHERE_MODELS
     from .experiment import _check_cfg
     from .torus import TARGETS
@@ -168,14 +208,15 @@ def claim_jobs(cfg, seeds, device="cpu") -> list:
         for s in seeds
     ]
     jobs += [
-        ("sphere", m, "", cfg, s, device)
+        ("sphere", m, d, cfg, s, device)
+        for d in _datasets(datasets)
         for m in (*SPHERE_MODELS, "vmf")
         for s in seeds
     ]
     return jobs
 
 
-def claim_fits_from(done: list, seeds) -> dict:
+def claim_fits_from(done: list, seeds, datasets=("volcano", "earthquake")) -> dict:
     """:func:`claim_fits`' dict from the results of :func:`claim_jobs`, in order."""
     from .earth import SPHERE_MODELS
     from .torus import TARGETS
@@ -183,29 +224,32 @@ def claim_fits_from(done: list, seeds) -> dict:
     seeds = seed_list(seeds)
     it = iter(done)
     out = {t: {m: {s: next(it) for s in seeds} for m in _TORUS_ARMS} for t in TARGETS}
-    out["volcano"], out["volcano_detail"] = {}, {}
-    for m in (*SPHERE_MODELS, "vmf"):
-        out["volcano"][m], out["volcano_detail"][m] = {}, {}
-        for i, s in enumerate(seeds):
-            d = next(it)
-            if i > 0:  # the density maps are kept for the first seed only
-                d.pop("density_map")
-            out["volcano"][m][s] = d["test_nll"]
-            out["volcano_detail"][m][s] = d
+    for d in _datasets(datasets):
+        out[d], out[d + "_detail"] = {}, {}
+        for m in (*SPHERE_MODELS, "vmf"):
+            out[d][m], out[d + "_detail"][m] = {}, {}
+            for i, s in enumerate(seeds):
+                r = next(it)
+                if i > 0:  # the density maps are kept for the first seed only
+                    r.pop("density_map")
+                out[d][m][s] = r["test_nll"]
+                out[d + "_detail"][m][s] = r
     return out
 
 
-def claim_fits(cfg, seeds, device="cpu", processes: int = 1) -> dict:
+def claim_fits(
+    cfg, seeds, device="cpu", processes: int = 1, datasets=("volcano", "earthquake")
+) -> dict:
     """KL (quadrature) of the small EGF, the small Moser Flow and the control per
-    torus target and seed: ``{target: {model: {seed: kl}}}``; under ``"volcano"`` the
-    sphere's test NLLs ``{model: {seed: nll}}`` (models of
-    :data:`lib.egf.earth.SPHERE_MODELS` and ``"vmf"``), with their other metrics
-    under ``"volcano_detail"``. ``processes`` > 1 runs the fits in worker processes
-    (:func:`lib.egf.experiment.pool_map`; the same numbers)."""
+    torus target and seed: ``{target: {model: {seed: kl}}}``; under each sphere data
+    set's name (``"volcano"``, ``"earthquake"``) its test NLLs ``{model: {seed:
+    nll}}`` (models of :data:`lib.egf.earth.SPHERE_MODELS` and ``"vmf"``), with their
+    other metrics under ``"<name>_detail"``. ``processes`` > 1 runs the fits in
+    worker processes (:func:`lib.egf.experiment.pool_map`; the same numbers)."""
     from .experiment import pool_map
 
-    jobs = claim_jobs(cfg, seeds, device)
-    return claim_fits_from(pool_map(_claim_job, jobs, processes), seeds)
+    jobs = claim_jobs(cfg, seeds, device, datasets)
+    return claim_fits_from(pool_map(_claim_job, jobs, processes), seeds, datasets)
 
 
 def measure_claims(cfg, seeds, device="cpu", fits: dict | None = None) -> dict:
@@ -213,7 +257,9 @@ def measure_claims(cfg, seeds, device="cpu", fits: dict | None = None) -> dict:
 
     Returns ``{claim id: {"values": {seed: v}, "control": {seed: v}}}`` (plain floats);
     ``fits`` (from :func:`claim_fits`) skips the training."""
-    fits = claim_fits(cfg, seeds, device) if fits is None else fits
+    if fits is None:  # on a CPU, two one-thread worker processes (the same numbers)
+        cpu = torch.device(device).type == "cpu"
+        fits = claim_fits(cfg, seeds, device, processes=2 if cpu else 1)
     out = {}
     for cid, t in (("il-checkerboard", "checkerboard"), ("il-mixture", "mixture")):
         f = fits[t]
@@ -221,11 +267,14 @@ def measure_claims(cfg, seeds, device="cpu", fits: dict | None = None) -> dict:
             "values": {s: f["moser"][s] - f["egf"][s] for s in f["egf"]},
             "control": {s: f["moser"][s] - f["egf_rational"][s] for s in f["egf"]},
         }
-    f = fits["volcano"]
-    out["volcano-nll"] = {
-        "values": {s: f["moser"][s] - f["egf"][s] for s in f["egf"]},
-        "control": {s: f["moser"][s] - f["egf_pi2"][s] for s in f["egf"]},
-    }
+    for cid, d in (("volcano-nll", "volcano"), ("earth-nll", "earthquake")):
+        if d not in fits:  # the notebook fits the earthquakes' seeds elsewhere
+            continue
+        f = fits[d]
+        out[cid] = {
+            "values": {s: f["moser"][s] - f["egf"][s] for s in f["egf"]},
+            "control": {s: f["moser"][s] - f["egf_pi2"][s] for s in f["egf"]},
+        }
     return out
 
 

@@ -251,11 +251,14 @@ def _job(part: str, *args):
     return _main_job(*args) if part == "main" else _claim_job(*args)
 
 
-def run_comparison(cfg, device=None, processes: int = 1) -> dict:
+def run_comparison(
+    cfg, device=None, processes: int = 1, datasets=("volcano", "earthquake")
+) -> dict:
     """The chapter's comparison on ``cfg.seed``: every model on both targets, the KDE,
-    and the EGF's chain samples; plus the claims on ``cfg.claim_seeds``. The fits are
-    independent jobs; ``processes`` > 1 runs them in that many worker processes
-    (:func:`pool_map`; the same numbers on one thread)."""
+    and the EGF's chain samples; plus the claims on ``cfg.claim_seeds`` on the sphere
+    data sets ``datasets`` (a fit both need is trained once). The fits are independent
+    jobs; ``processes`` > 1 runs them in that many worker processes (:func:`pool_map`;
+    the same numbers on one thread)."""
     from lib.common import device as pick_device
 
     from .claims import claim_fits_from, claim_jobs, measure_claims
@@ -272,10 +275,25 @@ def run_comparison(cfg, device=None, processes: int = 1) -> dict:
             ("kde", ""),
         )
     ]
-    claims = claim_jobs(cfg, cfg.claim_seeds, device)
-    jobs = [("main", *j) for j in main] + [("claims", *j) for j in claims]
+    claims = claim_jobs(cfg, cfg.claim_seeds, device, datasets)
+    # the comparison's EGF and small Moser Flow on cfg.seed are the claims' fits on that
+    # seed (the same fit_one call): each is trained once and serves both
+    key = {(j[1], j[2]): i for i, j in enumerate(main) if j[0] == "fit"}
+    shared = {
+        i: key[(j[1], j[2])]
+        for i, j in enumerate(claims)
+        if j[0] == "torus" and j[4] == cfg.seed and (j[1], j[2]) in key
+    }
+    jobs = [("main", *j) for j in main] + [
+        ("claims", *j) for i, j in enumerate(claims) if i not in shared
+    ]
     large = [i for i, j in enumerate(main) if j[1] == "moser_large"]
     done = pool_map(_job, jobs, processes, first=large)
+    rest = iter(done[len(main) :])
+    claim_done = [
+        done[shared[i]][0]["kl"] if i in shared else next(rest)
+        for i in range(len(claims))
+    ]
     it = iter(done[: len(main)])
     res = {"fits": {}, "kde": {}, "chain": {}}
     for target in TARGETS:
@@ -285,7 +303,7 @@ def run_comparison(cfg, device=None, processes: int = 1) -> dict:
             if name == "egf":
                 res["chain"][target] = chain
         res["kde"][target] = next(it)[0]
-    res["claim_fits"] = claim_fits_from(done[len(main) :], cfg.claim_seeds)
+    res["claim_fits"] = claim_fits_from(claim_done, cfg.claim_seeds, datasets)
     res["claims"] = measure_claims(cfg, cfg.claim_seeds, device, res["claim_fits"])
     return res
 

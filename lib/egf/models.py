@@ -231,4 +231,6 @@ def sample_chain(
         nxt = maps.forward(x)[i, torch.arange(n, device=device)]  # (n, d)
         x = torch.where(alive[:, None], nxt, x)
         steps = steps + alive.long()
+        if not bool(alive.any()):  # every walker has stopped: nothing changes after
+            break
     return x, steps, ~alive

@@ -183,6 +183,37 @@ def load_volcanoes(device="cpu") -> torch.Tensor:
     return lonlat_to_xyz(torch.tensor(lon, **f64), torch.tensor(lat, **f64)).to(device)
 
 
+#: where ``make setup`` puts vega-datasets' earthquakes.json (scripts/fetch_data.sh)
+EARTHQUAKES_JSON = (
+    pathlib.Path(__file__).resolve().parents[2] / "data" / "earthquakes.json"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _quake_lonlat() -> tuple:
+    if not EARTHQUAKES_JSON.is_file():
+        raise FileNotFoundError(
+            f"{EARTHQUAKES_JSON} is missing: the earthquake catalogue ships in the npm "
+            "package vega-datasets@3.2.1; run `make setup` (scripts/fetch_data.sh)"
+        )
+    import json
+
+    feats = json.loads(EARTHQUAKES_JSON.read_text(encoding="utf-8"))["features"]
+    lon = tuple(float(f["geometry"]["coordinates"][0]) for f in feats)
+    lat = tuple(float(f["geometry"]["coordinates"][1]) for f in feats)
+    return lon, lat
+
+
+def load_earthquakes(device="cpu") -> torch.Tensor:
+    """The USGS earthquakes of one week of February 2018 shipped in npm
+    ``vega-datasets`` 3.2.1 (``earthquakes.json``, 1,707 events; many in California
+    and Alaska), as unit vectors (1707, 3) float64. ``make setup`` unpacks the file
+    into ``data/`` (scripts/fetch_data.sh)."""
+    lon, lat = _quake_lonlat()
+    f64 = dict(dtype=torch.float64)
+    return lonlat_to_xyz(torch.tensor(lon, **f64), torch.tensor(lat, **f64)).to(device)
+
+
 def split_points(x: torch.Tensor, seed: int, val: float = 0.1, test: float = 0.2):
     """A random (train, val, test) split of the rows of ``x`` drawn with ``seed``."""
     x = check_tensor("x", x, ndim=2, nonempty=True)
