@@ -16,7 +16,8 @@ if __name__ == "__main__":
             os.execv(sys.executable, [sys.executable, "-m", "lib.egf", *sys.argv[1:]])
         from .quakes import main
 
-        sys.exit(main())
+        print(f"egf: earthquake record -> {main()}")
+        sys.exit(0)
     from lib.common import run_preset_cli
 
     from . import FULL, SMOKE, run_experiment

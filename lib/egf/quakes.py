@@ -157,14 +157,13 @@ def quake_measured(record: dict) -> dict:
     }
 
 
-def main(argv=None) -> int:
-    """``python -m lib.egf quakes``: the notebook seeds at SMOKE size, two workers."""
+def main() -> pathlib.Path:
+    """``python -m lib.egf quakes``: the notebook seeds at SMOKE size, two workers;
+    returns the path written."""
     from . import SMOKE
     from .claims import NOTEBOOK_SEEDS
 
-    path = save_quake_record(SMOKE, NOTEBOOK_SEEDS, processes=2)
-    print(f"egf: earthquake record -> {path}")
-    return 0
+    return save_quake_record(SMOKE, NOTEBOOK_SEEDS, processes=2)
 
 
 __all__ = [
