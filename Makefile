@@ -11,15 +11,16 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE) \
                --nbval-cell-timeout=600 -p no:cacheprovider --durations=0
 # JOBS: pytest-xdist workers for `make unit` (one test file per worker, one BLAS/OpenMP/torch
 # thread each so that workers do not oversubscribe the cores; default: one per CPU) and for
-# `make html` (one page's browser checks per worker). NBVAL_JOBS:
-# workers for `make nbval` (one notebook per worker), default 1. The kernels keep the chapters'
-# own thread settings, so a parallel run prints what a serial one does (forcing one thread per
-# worker would change digits in the chapters that use two), but on two cores it oversubscribes:
-# with NBVAL_JOBS=2 memorization (two torch threads) and local_ect (scikit-learn's OpenMP
-# boosting) ran side by side and both passed the 600 s cell limit while their idle threads spun
-# (now passive, see below), where alone each takes about 3 minutes. Runtimes for the status page come from serial runs (see conftest.py).
+# `make html` (one page's browser checks per worker). NBVAL_JOBS: workers for `make nbval` (one
+# notebook per worker; default: one per CPU, as JOBS). The kernels keep the chapters' own thread
+# settings, so a parallel run prints what a serial one does (forcing one thread per worker would
+# change digits in the chapters that use two). Most chapters train on one thread, so two workers
+# on two cores nearly halve the serial time; the chapters that use two threads or two worker
+# processes share the cores for a while. The chapters go out longest-first by their recorded
+# runtime (scripts/order_chapters.py). Runtimes for the status page come from serial runs
+# (`make nbval NBVAL_JOBS=1`, see conftest.py); a parallel run's times are inflated by sharing.
 JOBS       ?= $(shell nproc 2>/dev/null || echo 1)
-NBVAL_JOBS ?= 1
+NBVAL_JOBS ?= $(JOBS)
 xdist       = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadfile,-p no:xdist)
 # Two notebooks side by side: OpenMP threads sleep instead of spinning while they wait
 # (OMP_WAIT_POLICY=PASSIVE; no effect on results). With spinning, memorization (two torch
@@ -89,7 +90,7 @@ unit: setup
 
 nbval: setup
 	TQDM_DISABLE=1 BOOK_NBVAL_STATUS=1 $(call passive,$(NBVAL_JOBS)) $(BIN)/python -m pytest \
-	  $(NBVAL_FLAGS) $(call xdist,$(NBVAL_JOBS)) $(CHAPTERS)
+	  $(NBVAL_FLAGS) $(call xdist,$(NBVAL_JOBS)) $(shell $(PYTHON) scripts/order_chapters.py $(CHAPTERS))
 
 ## make status: the status page, the README's chapter table and the claims ledger page, from the last
 ## nbval run's runtimes (_build/nbval_status.json, merged into book/_data/nbval_status.json)

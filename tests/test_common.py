@@ -21,6 +21,9 @@ def test_device_default_and_override(monkeypatch):
     monkeypatch.setenv("BOOK_DEVICE", "cpu")
     assert C.device() == torch.device("cpu")
     assert C.device("cpu") == torch.device("cpu")
+    # a torch.device passes through (lib.effort's FULL run handed one on, failing on a
+    # GPU)
+    assert C.device(torch.device("cpu")) == torch.device("cpu")
 
 
 def test_device_errors():
@@ -29,6 +32,8 @@ def test_device_errors():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             C.device("cuda")
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            C.device(torch.device("cuda"))
 
 
 def test_set_threads(monkeypatch):

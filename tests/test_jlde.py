@@ -419,8 +419,12 @@ def test_cli_smoke_preset_writes_results(smoke_cli):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cpu_and_cuda_agree():
-    cpu = J.run_setting(TINY, 0.1, "leave_out_class", 0, device="cpu")
-    gpu = J.run_setting(TINY, 0.1, "leave_out_class", 0, device="cuda")
+    # without dropout: CUDA draws its dropout masks from its own generator, so with
+    # dropout the two devices train on different masks (on an H200 the TINY accuracy
+    # then differed by 0.15); the weights start from the same CPU draw either way
+    cfg = dataclasses.replace(TINY, dropout=0.0)
+    cpu = J.run_setting(cfg, 0.1, "leave_out_class", 0, device="cpu")
+    gpu = J.run_setting(cfg, 0.1, "leave_out_class", 0, device="cuda")
     assert abs(cpu["acc"] - gpu["acc"]) < 0.05
     for s in J.SCORES:
         assert abs(cpu["ood"][s] - gpu["ood"][s]) < 0.05, s

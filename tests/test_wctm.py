@@ -530,3 +530,14 @@ def test_new_input_checks_name_the_argument(i):
     name, exc, call = _new_check_calls()[i]
     with pytest.raises(exc, match=rf"^{name}: expected"):
         call()
+
+
+def test_adam_state_lives_on_the_parameters_device():
+    """The per-stream step count sits with the moments (on a GPU the FULL run once mixed
+    a CPU step count into CUDA moments); 'meta' stands in for a second device here."""
+    from lib.wctm.density_ratio import adam_state, mlp_init
+
+    p = mlp_init(3, 2, 4, torch.Generator().manual_seed(0))
+    st = adam_state({k: v.to("meta") for k, v in p.items()})
+    assert st["k"].device.type == "meta" and st["k"].shape == (3,)
+    assert all(v.device.type == "meta" for v in st["m"].values())

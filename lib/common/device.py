@@ -7,13 +7,15 @@ import os
 import torch
 
 
-def device(name: str | None = None) -> torch.device:
+def device(name: str | torch.device | None = None) -> torch.device:
     """Return the device chapters compute on.
 
-    Order: the explicit ``name``; else the ``BOOK_DEVICE`` environment variable
-    (``cpu``,
-    ``cuda``, ``cuda:1`` …); else CUDA when available; else the CPU.
+    Order: the explicit ``name`` (a str, or a ``torch.device`` passed through after the
+    CUDA check); else the ``BOOK_DEVICE`` environment variable (``cpu``, ``cuda``,
+    ``cuda:1`` …); else CUDA when available; else the CPU.
     """
+    if isinstance(name, torch.device):
+        name = str(name)
     if name is None:
         name = os.environ.get("BOOK_DEVICE") or (
             "cuda" if torch.cuda.is_available() else "cpu"

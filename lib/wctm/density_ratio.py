@@ -261,5 +261,5 @@ def adam_state(params: dict) -> dict:
     return {
         "m": {k: torch.zeros_like(v) for k, v in params.items()},
         "v": {k: torch.zeros_like(v) for k, v in params.items()},
-        "k": torch.zeros(S, dtype=params["b2"].dtype),
+        "k": torch.zeros(S, dtype=params["b2"].dtype, device=params["b2"].device),
     }
