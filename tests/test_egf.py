@@ -38,6 +38,7 @@ TINY = E.Config(
     sphere_quad=500,
     vmf_components=(1, 2),
     vmf_iters=5,
+    rl_steps=10,
 )
 
 
@@ -197,7 +198,13 @@ def test_training_lowers_the_loss_and_beats_identity_maps_at_tiny_size():
 
 def test_measure_claims_shape():
     m = E.measure_claims(TINY, (0, 1))
-    assert set(m) == {"il-checkerboard", "il-mixture", "volcano-nll", "earth-nll"}
+    assert set(m) == {
+        "il-checkerboard",
+        "il-mixture",
+        "volcano-nll",
+        "earth-nll",
+        "rl-divergence",
+    }
     assert set(m["il-mixture"]["values"]) == {0, 1}
     res = E.judge(m)
     assert len(res) == len(E.CLAIMS)
@@ -248,7 +255,9 @@ def test_full_path_shrunk():
         E.FULL, **{f.name: getattr(TINY, f.name) for f in dataclasses.fields(TINY)}
     )
     res = E.run_experiment(cfg)
-    assert set(res) == {"fits", "kde", "chain", "claim_fits", "claims"}
+    assert set(res) == {"fits", "kde", "chain", "claim_fits", "rl", "claims"}
+    assert "rl-divergence" in res["claims"]
+    assert res["rl"]["fm"][TINY.claim_seeds[0]]["step"][-1] == TINY.rl_steps
     for t in E.TARGETS:
         assert set(res["fits"][t]) == {"egf", "moser", "moser_large"}
         assert 0 <= res["chain"][t]["tv_model"] <= 1
@@ -293,7 +302,7 @@ def test_worker_processes_give_the_serial_numbers():
     torch.set_num_threads(1)
     try:
         serial = E.run_experiment(TINY, "cpu")
-        parallel = E.run_comparison(TINY, "cpu", processes=2)
+        parallel = E.run_comparison(TINY, "cpu", processes=2, rl=True)
     finally:
         torch.set_num_threads(n0)
 
@@ -756,3 +765,135 @@ def test_stored_quake_record_matches_the_code_and_the_ledger():
     assert row["method"]["seeds"] == rec["seeds"]
     assert row["method"]["values"] == pytest.approx(gaps, abs=1e-12)
     assert row["control"]["values"] == pytest.approx(ctrl, abs=1e-12)
+
+
+# ---------------------------------------------------------------- the RL toy
+def test_rl_maps_are_eight_measure_preserving_maps():
+    from lib.egf.rl import rl_maps
+
+    m = rl_maps()
+    assert m.p == 8 and torch.allclose(
+        m.inv_jacobian, torch.ones(8, dtype=m.mats.dtype)
+    )
+    x = torch.rand(
+        50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    back = m.inverse(m.forward(x)[3])[3]  # Φ_4⁻¹(Φ_4(x)) = x on the torus
+    d = (back - x).abs()
+    assert torch.minimum(d, 1 - d).max() < 1e-9
+
+
+def test_rl_losses_known_answers():
+    """FM: zero when the reward is the flow's own terminal flow; divergence: zero there
+    too, unchanged when inflow and outflow scale together, and the regulariser adds
+    λ E f→²."""
+    from lib.egf.rl import rl_loss, rl_maps
+
+    torch.manual_seed(0)
+    egf = E.EGF(rl_maps())
+    x = torch.rand(64, 2, dtype=torch.float64)
+    with torch.no_grad():
+        term = egf.terminal(x)
+        out, _ = egf.outflow_policy(x)
+        infl = egf.maps.f_init + egf.star_inflow(x)
+    assert float(rl_loss(egf, x, term.detach(), "fm")) < 1e-20
+    r = term.detach().clamp_min(1e-3)
+    want = (torch.log(infl) - torch.log(out + r)).pow(2).mean()
+    got = rl_loss(egf, x, r, "divergence")
+    assert torch.allclose(got, want)
+    reg = rl_loss(egf, x, r, "divergence_reg", lam=0.5)
+    assert torch.allclose(reg, want + 0.5 * out.pow(2).mean())
+
+
+def test_rl_chain_stops_at_once_under_a_huge_reward_and_never_without_one():
+    from lib.egf.rl import rl_chain_length, rl_maps
+
+    torch.manual_seed(0)
+    egf = E.EGF(rl_maps())
+    g = torch.Generator().manual_seed(1)
+    # the checkerboard's zero cells never stop a walker, its 2-valued cells often do
+    out = rl_chain_length(egf, "checkerboard", 400, 50, g)
+    assert 0 < out["tau"] < 50 and out["capped"] < 0.5
+
+
+def test_train_rl_records_history_and_fm_lowers_the_residual():
+    from lib.egf.rl import train_rl
+
+    h = train_rl("fm", 0, steps=40, batch=64, every=20, walkers=32, max_steps=20)
+    assert h["step"] == [0, 20, 40] and len(h["loss"]) == 40
+    assert h["fm_residual"][-1] < h["fm_residual"][0]
+    for k in ("total_flow", "tau", "capped"):
+        assert len(h[k]) == 3 and all(np.isfinite(h[k]))
+
+
+def test_rl_bad_inputs():
+    from lib.egf.rl import rl_chain_length, rl_loss, rl_maps, train_rl
+
+    egf = E.EGF(rl_maps())
+    x = torch.rand(4, 2, dtype=torch.float64)
+    with pytest.raises(TypeError, match="egf"):
+        rl_loss("nope", x, torch.ones(4))
+    with pytest.raises(ValueError, match="loss"):
+        rl_loss(egf, x, torch.ones(4), "l1")
+    with pytest.raises(ValueError, match="reward"):
+        rl_loss(egf, x, torch.ones(3))
+    with pytest.raises(ValueError, match="lam"):
+        rl_loss(egf, x, torch.ones(4), "divergence_reg", lam=-1.0)
+    with pytest.raises(ValueError, match="n"):
+        rl_chain_length(egf, "checkerboard", 0)
+    with pytest.raises(ValueError, match="loss"):
+        train_rl("bogus", 0)
+    with pytest.raises(ValueError, match="steps"):
+        train_rl("fm", 0, steps=0)
+    sphere = E.EGF(E.make_rotations())
+    with pytest.raises(ValueError, match="torus"):
+        rl_loss(sphere, x, torch.ones(4))
+
+
+def test_rl_record_roundtrip_and_measured(tmp_path):
+    """The stored RL record (``python -m lib.egf rl`` at a shrunk size): written,
+    read back with integer seeds, refused under other settings; its row equals
+    rl_measured of the same runs, and the FULL path's run_comparison(rl=True)
+    carries the row."""
+    from lib.egf.rl import (
+        RL_SETTINGS,
+        load_rl_record,
+        rl_measured,
+        rl_runs,
+        rl_settings,
+        save_rl_record,
+    )
+
+    small = {**RL_SETTINGS, "steps": 8, "every": 4, "walkers": 16, "max_steps": 10}
+    path = save_rl_record((0,), tmp_path / "rl.json", settings=small)
+    rec = load_rl_record(path, settings=small)
+    assert rec["seeds"] == [0] and rec["stale"] is False
+    assert set(rec["runs"]["fm"]) == {0}
+    again = rl_runs((0,), settings=small)
+    assert rl_measured(rec["runs"]) == rl_measured(again)
+    with pytest.raises(ValueError, match="path"):
+        load_rl_record(path)  # the default settings differ
+    with pytest.raises(FileNotFoundError, match="python -m lib.egf rl"):
+        load_rl_record(tmp_path / "none.json")
+    assert rl_settings(TINY)["steps"] == TINY.rl_steps
+    with pytest.raises(ValueError, match="runs"):
+        rl_measured({"fm": {}})
+
+
+def test_stored_rl_record_is_fresh_and_matches_the_claims_file():
+    """results/egf.rl.json (the notebook's RL runs) is current and its row equals the
+    claims file's notebook values."""
+    import json
+
+    from lib.egf.rl import load_rl_record, rl_measured
+
+    rec = load_rl_record()
+    assert not rec["stale"], "lib/egf changed: run `python -m lib.egf rl`"
+    assert rec["seeds"] == list(E.NOTEBOOK_SEEDS)
+    row = rl_measured(rec["runs"])["rl-divergence"]
+    with open(os.path.join(ROOT, "results", "claims", "egf.json")) as f:
+        ledger = json.load(f)["claims"]["rl-divergence"]["notebook"]
+    got = [row["values"][s] for s in E.NOTEBOOK_SEEDS]
+    ctl = [row["control"][s] for s in E.NOTEBOOK_SEEDS]
+    assert np.allclose(got, ledger["method"]["values"], rtol=0, atol=1e-12)
+    assert np.allclose(ctl, ledger["control"]["values"], rtol=0, atol=1e-12)

@@ -309,6 +309,7 @@ def _cases_egf():
     from lib import egf as E
     from lib.egf import earth as EA
     from lib.egf import quakes as EQ
+    from lib.egf import rl as ER
 
     ch = "egf"
     TINY = E.Config(
@@ -438,6 +439,94 @@ def _cases_egf():
                 }
             ),
             {"record": "obj"},
+        ),
+        Case(ch, "rl_maps", ER.rl_maps, lambda: dict()),
+        Case(
+            ch,
+            "rl_loss",
+            ER.rl_loss,
+            lambda: dict(
+                egf=E.EGF(ER.rl_maps(), 4, 1),
+                x=torch.rand(6, 2, dtype=torch.float64),
+                reward=torch.ones(6, dtype=torch.float64),
+                loss="divergence_reg",
+                lam=0.1,
+            ),
+            {"lam": "nonnegf"},
+        ),
+        Case(
+            ch,
+            "rl_chain_length",
+            ER.rl_chain_length,
+            lambda: dict(
+                egf=E.EGF(ER.rl_maps(), 4, 1),
+                target="checkerboard",
+                n=4,
+                max_steps=3,
+                generator=torch.Generator().manual_seed(0),
+            ),
+        ),
+        Case(
+            ch,
+            "train_rl",
+            ER.train_rl,
+            lambda: dict(
+                loss="fm",
+                seed=0,
+                steps=2,
+                batch=4,
+                lr=1e-3,
+                lam=0.1,
+                width=4,
+                depth=1,
+                every=1,
+                walkers=4,
+                max_steps=2,
+            ),
+            {"seed": "nonneg", "lam": "nonnegf"},
+        ),
+        Case(ch, "rl_settings", ER.rl_settings, lambda: dict(cfg=TINY), {"cfg": "obj"}),
+        Case(
+            ch,
+            "rl_runs",
+            ER.rl_runs,
+            lambda: dict(
+                seeds=(0,),
+                processes=1,
+                settings=dict(steps=1, batch=4, width=4, depth=1, walkers=4),
+            ),
+            {"seeds": "seq_nonneg", "processes": "count", "settings": "obj"},
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "rl_measured",
+            ER.rl_measured,
+            lambda: dict(
+                runs={k: {0: {"total_flow": [1.0, 2.0]}} for k in ER.RL_LOSSES}
+            ),
+            {"runs": "obj"},
+        ),
+        Case(
+            ch,
+            "save_rl_record",
+            ER.save_rl_record,
+            lambda: dict(
+                seeds=(0,),
+                path="/tmp/egf_sweep_rl.json",
+                processes=1,
+                settings=dict(steps=1, batch=4, width=4, depth=1, walkers=4),
+            ),
+            {"seeds": "seq_nonneg", "processes": "count", "settings": "obj"},
+            skip=("path",),  # any str is a path
+            baseline=False,
+        ),
+        Case(
+            ch,
+            "load_rl_record",
+            ER.load_rl_record,
+            lambda: dict(),
+            skip=("path", "settings"),
         ),
         Case(
             ch,

@@ -113,6 +113,8 @@ class Config:
     sphere_quad: int = 20000  # Fibonacci points for ∫f̂⁺ on S²
     vmf_components: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # on validation
     vmf_iters: int = 100
+    # the RL toy (:mod:`.rl`; its other settings are fixed in RL_SETTINGS)
+    rl_steps: int = 600
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
     def __post_init__(self):
@@ -129,6 +131,7 @@ class Config:
             "sphere_batch",
             "sphere_quad",
             "vmf_iters",
+            "rl_steps",
         ):
             check_int(name, getattr(self, name), 1)
         check_numbers(
@@ -171,6 +174,7 @@ FULL = Config(
     sphere_depth=4,
     sphere_steps=3000,
     sphere_batch=512,
+    rl_steps=3000,
 )
 
 __all__ = [

@@ -252,13 +252,19 @@ def _job(part: str, *args):
 
 
 def run_comparison(
-    cfg, device=None, processes: int = 1, datasets=("volcano", "earthquake")
+    cfg,
+    device=None,
+    processes: int = 1,
+    datasets=("volcano", "earthquake"),
+    rl: bool = False,
 ) -> dict:
     """The chapter's comparison on ``cfg.seed``: every model on both targets, the KDE,
     and the EGF's chain samples; plus the claims on ``cfg.claim_seeds`` on the sphere
     data sets ``datasets`` (a fit both need is trained once). The fits are independent
     jobs; ``processes`` > 1 runs them in that many worker processes (:func:`pool_map`;
-    the same numbers on one thread)."""
+    the same numbers on one thread). ``rl``: also the RL toy's runs on
+    ``cfg.claim_seeds`` (:func:`lib.egf.rl.rl_runs`, under ``"rl"``) and its claim."""
+    from lib.common import check_bool
     from lib.common import device as pick_device
 
     from .claims import claim_fits_from, claim_jobs, measure_claims
@@ -304,13 +310,20 @@ def run_comparison(
                 res["chain"][target] = chain
         res["kde"][target] = next(it)[0]
     res["claim_fits"] = claim_fits_from(claim_done, cfg.claim_seeds, datasets)
-    res["claims"] = measure_claims(cfg, cfg.claim_seeds, device, res["claim_fits"])
+    if check_bool("rl", rl):
+        from .rl import rl_runs, rl_settings
+
+        res["rl"] = rl_runs(cfg.claim_seeds, device, processes, rl_settings(cfg))
+    res["claims"] = measure_claims(
+        cfg, cfg.claim_seeds, device, res["claim_fits"], res.get("rl")
+    )
     return res
 
 
 def run_experiment(cfg, device=None) -> dict:
-    """:func:`run_comparison` in this process (the FULL command's entry point)."""
-    return run_comparison(cfg, device)
+    """:func:`run_comparison` in this process with the RL toy (the FULL command's
+    entry point)."""
+    return run_comparison(cfg, device, rl=True)
 
 
 def chain_stats(egf, target: str, cfg, device="cpu") -> dict:
