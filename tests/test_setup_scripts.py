@@ -334,3 +334,29 @@ def test_makefile_checks_assets_not_only_stamp(tmp_path, target, stamp, files, c
     assert command not in planned()  # stamp and files present: nothing to do
     (tmp_path / files[-1]).unlink()
     assert command in planned()  # stamp present, a file gone: the step runs again
+
+
+def test_order_chapters_puts_the_longest_first():
+    """`make nbval` hands chapters to its two workers longest-first (recorded runtime;
+    a chapter with none counts as the longest), so no worker is left alone with a long
+    chapter at the end."""
+    import importlib.util
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "order_chapters", root / "scripts" / "order_chapters.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    status = {"a": {"seconds": 10.0}, "b": {"seconds": 90.0}, "c": {"seconds": 50.0}}
+    got = mod.order(
+        ["book/a.ipynb", "book/b.ipynb", "book/new.ipynb", "book/c.ipynb"], status
+    )
+    assert got == ["book/new.ipynb", "book/b.ipynb", "book/c.ipynb", "book/a.ipynb"]
+    out = subprocess.run(
+        ["python3", str(root / "scripts" / "order_chapters.py"), "book/egf.ipynb"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.split() == ["book/egf.ipynb"]
