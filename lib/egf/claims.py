@@ -104,8 +104,9 @@ _STAT_QUAKE = (
 _EXPECT_QUAKE = "reproduced"
 
 _STAT_RL = (
-    "log10(total flow ∫f→ after 600 steps with the divergence loss / with the FM "
-    "loss), the checkerboard reward on T², 8 maps, 3×32 MLP"
+    "log10(final total flow ∫f→ with the divergence loss / with the FM loss), "
+    "the checkerboard reward on T², 8 maps, 3×32 MLP, cfg.rl_steps Adam steps (600 "
+    "in SMOKE)"
 )
 _CTRL_RL = "the divergence loss with its regulariser λ E(f→)², λ = 0.01"
 #: the RL row's verdict on TUNING_SEEDS (1.04 and 1.02; control −0.21 and −0.27),

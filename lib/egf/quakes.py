@@ -13,13 +13,12 @@ notebook-seed values equal this file's."""
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import time
 
 from lib.common import check_instance, check_int
-from lib.common.claims import lib_hash, seed_list
+from lib.common.claims import seed_list
 
 #: the stored record the chapter reads
 QUAKES_FILE = (
@@ -83,31 +82,15 @@ def quake_fits(cfg, seeds, device="cpu", processes: int = 1) -> dict:
 
 def save_quake_record(cfg, seeds, path=QUAKES_FILE, device="cpu", processes=1):
     """Run :func:`quake_fits` and write it with the settings, the code fingerprint,
-    the command and the run's wall time and machine; returns the path."""
-    import platform
-
-    import torch
+    the command and the run's wall time and machine
+    (:func:`lib.egf.records.write_record`); returns the path."""
+    from .records import write_record
 
     check_instance("path", path, (str, os.PathLike), "a path")
     t0 = time.perf_counter()
     fits = quake_fits(cfg, seeds, device, processes)
-    blob = {
-        "command": COMMAND,
-        "lib_hash": lib_hash("egf"),
-        "settings": _settings(cfg),
-        "seeds": list(seed_list(seeds)),
-        "fits": {m: {str(s): r for s, r in v.items()} for m, v in fits.items()},
-        "provenance": {
-            "machine": platform.machine(),
-            "torch": torch.__version__,
-            "device": str(device),
-            "wall_time_s": round(time.perf_counter() - t0, 1),
-        },
-    }
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(blob, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    settings, seeds = _settings(cfg), seed_list(seeds)
+    return write_record(path, COMMAND, settings, seeds, "fits", fits, device, t0)
 
 
 def load_quake_record(cfg, path=QUAKES_FILE) -> dict:
@@ -116,23 +99,11 @@ def load_quake_record(cfg, path=QUAKES_FILE) -> dict:
     file was written. Raises when the file is missing or its settings are not
     ``cfg``'s."""
     from .experiment import _check_cfg
+    from .records import read_record
 
     _check_cfg(cfg)
     check_instance("path", path, (str, os.PathLike), "a path")
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `{COMMAND}`")
-    blob = json.loads(path.read_text(encoding="utf-8"))
-    if blob["settings"] != _settings(cfg):
-        raise ValueError(
-            f"cfg: expected the settings {path.name} was written with "
-            f"({blob['settings']}), got {_settings(cfg)}; run `{COMMAND}`"
-        )
-    blob["fits"] = {
-        m: {int(s): r for s, r in v.items()} for m, v in blob["fits"].items()
-    }
-    blob["stale"] = blob["lib_hash"] != lib_hash("egf")
-    return blob
+    return read_record(path, COMMAND, _settings(cfg), "fits", "cfg")
 
 
 def quake_measured(record: dict) -> dict:

@@ -20,7 +20,6 @@ runs and the checkerboard as reward.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pathlib
@@ -38,7 +37,7 @@ from lib.common import (
     check_tensor,
     make_generator,
 )
-from lib.common.claims import lib_hash, seed_list
+from lib.common.claims import seed_list
 
 from .models import EGF
 from .torus import TARGETS, TorusMaps, make_maps, target_density
@@ -217,7 +216,8 @@ def _settings_arg(settings) -> dict:
     unknown = set(settings) - set(RL_SETTINGS)
     if unknown:
         raise ValueError(
-            f"settings: expected keys among {sorted(RL_SETTINGS)}, got {sorted(unknown)}"
+            f"settings: expected keys among {sorted(RL_SETTINGS)}, got "
+            f"{sorted(unknown)}"
         )
     return {**RL_SETTINGS, **settings}
 
@@ -274,31 +274,16 @@ def save_rl_record(
     seeds, path=RL_FILE, device="cpu", processes: int = 1, settings=None
 ):
     """Run :func:`rl_runs` at ``settings`` (default :data:`RL_SETTINGS`) and write
-    them with the code fingerprint, the command and the run's machine; returns the
-    path."""
-    import platform
+    them with the code fingerprint, the command and the run's machine
+    (:func:`lib.egf.records.write_record`); returns the path."""
+    from .records import write_record
 
     check_instance("path", path, (str, os.PathLike), "a path")
     settings = _settings_arg(settings)
     t0 = time.perf_counter()
     runs = rl_runs(seeds, device, processes, settings)
-    blob = {
-        "command": RL_COMMAND,
-        "lib_hash": lib_hash("egf"),
-        "settings": settings,
-        "seeds": list(seed_list(seeds)),
-        "runs": {k: {str(s): h for s, h in v.items()} for k, v in runs.items()},
-        "provenance": {
-            "machine": platform.machine(),
-            "torch": torch.__version__,
-            "device": str(device),
-            "wall_time_s": round(time.perf_counter() - t0, 1),
-        },
-    }
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(blob, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    seeds = seed_list(seeds)
+    return write_record(path, RL_COMMAND, settings, seeds, "runs", runs, device, t0)
 
 
 def load_rl_record(path=RL_FILE, settings=None) -> dict:
@@ -306,22 +291,11 @@ def load_rl_record(path=RL_FILE, settings=None) -> dict:
     with integer seeds; ``stale`` is True when ``lib/egf`` changed since it was
     written. Raises when the file is missing or its settings are not ``settings``
     (default :data:`RL_SETTINGS`)."""
+    from .records import read_record
+
     check_instance("path", path, (str, os.PathLike), "a path")
     settings = _settings_arg(settings)
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `{RL_COMMAND}`")
-    blob = json.loads(path.read_text(encoding="utf-8"))
-    if blob["settings"] != settings:
-        raise ValueError(
-            f"path: expected a record written with {settings}, got "
-            f"{blob['settings']}; run `{RL_COMMAND}`"
-        )
-    blob["runs"] = {
-        k: {int(s): h for s, h in v.items()} for k, v in blob["runs"].items()
-    }
-    blob["stale"] = blob["lib_hash"] != lib_hash("egf")
-    return blob
+    return read_record(path, RL_COMMAND, settings, "runs", "path")
 
 
 def main() -> pathlib.Path:
