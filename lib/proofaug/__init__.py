@@ -165,8 +165,10 @@ FULL = Config(
     claim_seeds=(10, 11, 12, 13, 14),
     oracle_samples=8,
 )
-#: the hammer-hard test set (``python -m lib.proofaug --preset HARD``, about 20 min on
-#: two CPU cores, writes results/proofaug.hard.json): 100 test theorems the hammer
+#: the hammer-hard test set (``python -m lib.proofaug --preset HARD``, writes
+#: results/proofaug.hard.json; well over 45 min on two CPU cores: in one try each of
+#: the first two seeds had used 22 CPU-minutes without finishing, with a third seed
+#: still to run): 100 test theorems the hammer
 #: fails on, a proposer trained on every other theorem of the wider templates with
 #: DSP-style sketches, every test theorem on every seed
 HARD = Config(hard=True, sketch=True, n_test=100, n_samples=4, noise_rates=(0.3,))
