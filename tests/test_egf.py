@@ -796,7 +796,7 @@ def test_rl_losses_known_answers():
         term = egf.terminal(x)
         out, _ = egf.outflow_policy(x)
         infl = egf.maps.f_init + egf.star_inflow(x)
-    assert float(rl_loss(egf, x, term.detach(), "fm")) < 1e-20
+    assert float(rl_loss(egf, x, term.detach(), "fm").detach()) < 1e-20
     r = term.detach().clamp_min(1e-3)
     want = (torch.log(infl) - torch.log(out + r)).pow(2).mean()
     got = rl_loss(egf, x, r, "divergence")
