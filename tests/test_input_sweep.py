@@ -4427,6 +4427,22 @@ def _cases_scmoe():
             lambda: dict(data=sc_file(), which="notebook"),
             {"data": "obj"},
         ),
+        Case(
+            ch,
+            "quality_values",
+            SC.quality_values,
+            lambda: dict(
+                quality={
+                    "seeds": [0, 1],
+                    "bpc": {
+                        "scmoe": [2.0, 2.1],
+                        "top2": [2.0, 2.0],
+                        "top1": [2.2, 2.3],
+                    },
+                }
+            ),
+            {"quality": "obj"},
+        ),
     ]
 
 

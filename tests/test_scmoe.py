@@ -643,6 +643,43 @@ def test_expert_ffn_and_config_reject_bad_input():
         (dict(speed=(16, 2)), "speed"),
         (dict(sp_copies=(0,)), "sp_copies"),
         (dict(match_params=1), "match_params"),
+        (dict(quality_only="yes"), "quality_only"),
+        (dict(variants=()), "variants"),
+        (dict(variants=("top3",)), "variants"),
     ):
         with pytest.raises((TypeError, ValueError), match=words):
             S.Config(**bad)
+
+
+def test_quality_preset_trains_only_the_language_models(monkeypatch):
+    """QUALITY is SMOKE's models trained ten times longer, quality only, on its own
+    variants (the run itself is stored: python -m lib.scmoe --preset QUALITY)."""
+    from lib.scmoe import experiment as X
+
+    assert S.QUALITY.steps == 10 * S.SMOKE.steps
+    same = ("d_model", "n_pairs", "n_experts", "block", "batch", "lr", "seeds")
+    assert all(getattr(S.QUALITY, k) == getattr(S.SMOKE, k) for k in same)
+    seen = {}
+
+    def fake(cfg, device, seeds=None, variants=S.VARIANTS):
+        seen["variants"] = variants
+        return {"mean": {}}
+
+    monkeypatch.setattr(X, "quality_experiment", fake)
+    out = X.run_experiment(S.QUALITY, device="cpu")
+    assert set(out) == {"quality"}
+    assert seen["variants"] == ("top2", "top1", "scmoe")
+
+
+def test_quality_values_pairs_by_seed_and_names_missing_variants():
+    q = {
+        "seeds": [3, 4],
+        "bpc": {"scmoe": [2.0, 2.5], "top2": [2.1, 2.4], "top1": [2.3, 2.9]},
+    }
+    got = S.quality_values(q)["quality-top2"]
+    assert got["values"] == pytest.approx({3: -0.1, 4: 0.1})
+    assert got["control"] == pytest.approx({3: 0.2, 4: 0.5})
+    with pytest.raises(ValueError, match="top1"):
+        S.quality_values({"seeds": [3], "bpc": {"scmoe": [2.0], "top2": [2.0]}})
+    with pytest.raises(TypeError, match="quality"):
+        S.quality_values([1, 2])

@@ -233,12 +233,35 @@ def measure_claims(cfg, seeds, device="cpu") -> dict:
     out |= _modelled_values(seeds[0])
     variants = ("scmoe", "top2", "top1")
     jobs = [(v, s) for s in seeds for v in variants]
-    bpc = {job: r["bpc"] for job, r in zip(jobs, train_many(cfg, jobs, device))}
-    out["quality-top2"] = {
-        "values": {s: bpc["scmoe", s] - bpc["top2", s] for s in seeds},
-        "control": {s: bpc["top1", s] - bpc["top2", s] for s in seeds},
-    }
+    runs = train_many(cfg, jobs, device)
+    bpc = {v: [r["bpc"] for (w, _), r in zip(jobs, runs) if w == v] for v in variants}
+    out |= quality_values({"seeds": list(seeds), "bpc": bpc})
     return out
+
+
+def quality_values(quality: dict) -> dict:
+    """The quality claim's per-seed values from a dict like
+    :func:`lib.scmoe.quality_experiment`'s (``{"seeds": [...], "bpc": {variant:
+    [bits/char per seed]}}``, e.g. the stored QUALITY run): ScMoE − top-2 and, as the
+    control, top-1 − top-2, in validation bits per character."""
+    if not isinstance(quality, dict) or not {"seeds", "bpc"} <= set(quality):
+        raise TypeError(
+            f"quality: expected a dict with 'seeds' and 'bpc', got {quality!r:.60}"
+        )
+    seeds = seed_list(quality["seeds"])
+    need = ("scmoe", "top2", "top1")
+    if any(len(quality["bpc"].get(v, ())) != len(seeds) for v in need):
+        raise ValueError(
+            f"quality: expected bits/char of {need} for each of the {len(seeds)} "
+            f"seeds, got variants {sorted(quality['bpc'])}"
+        )
+    b = {v: dict(zip(seeds, quality["bpc"][v])) for v in need}
+    return {
+        "quality-top2": {
+            "values": {s: b["scmoe"][s] - b["top2"][s] for s in seeds},
+            "control": {s: b["top1"][s] - b["top2"][s] for s in seeds},
+        }
+    }
 
 
 def judge(measured: dict) -> list:

@@ -262,8 +262,10 @@ def run_experiment(cfg, device=None) -> dict:
     processes: gloo on CPU, NCCL on ≥ 2 GPUs) and the modelled speed-ups."""
     _check_cfg(cfg)
     device = pick_device() if device is None else torch.device(device)
+    if cfg.quality_only:  # the QUALITY preset: the language models alone
+        return {"quality": quality_experiment(cfg, device, variants=cfg.variants)}
     return {
-        "quality": quality_experiment(cfg, device),
+        "quality": quality_experiment(cfg, device, variants=cfg.variants),
         "speed": speed_experiment(cfg),
         "modelled": modelled_speedups(),
     }
