@@ -3938,6 +3938,14 @@ def _cases_proofaug():
             baseline=False,
         ),
         Case(
+            ch,
+            "hammer_budget",
+            PA.hammer_budget,
+            lambda: dict(problems=[prob], rlimit_builtin=600, rlimits=(1000,)),
+            {"problems": "seq", "rlimit_builtin": "count", "rlimits": "seq_count"},
+            baseline=False,
+        ),
+        Case(
             ch, "dsp_sketch", PA.dsp_sketch, lambda: dict(gold=gold), {"gold": "text"}
         ),
         Case(

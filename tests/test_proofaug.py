@@ -468,7 +468,8 @@ def test_full_preset_fits_the_template_space():
 
 def test_seeds_in_worker_processes_give_the_same_records():
     """main_experiment(processes=2) spawns workers; each seed's record is identical to
-    the sequential run's (only the count of computed tactic calls may differ)."""
+    the sequential run's (only the count of computed tactic calls and the measured CPU
+    seconds may differ)."""
     import dataclasses
 
     cfg = dataclasses.replace(
@@ -479,9 +480,15 @@ def test_seeds_in_worker_processes_give_the_same_records():
     par = PA.main_experiment(cfg, env, (10, 11), processes=2)
 
     def strip(m):
-        return [{k: v for k, v in r.items() if k != "atp_calls"} for r in m["runs"]]
+        skip = ("atp_calls", "cpu_seconds")
+        return [{k: v for k, v in r.items() if k not in skip} for r in m["runs"]]
 
     assert strip(seq) == strip(par) and seq["curves"] == par["curves"]
+    for r in seq["runs"]:  # timed: sampling and each method's checking
+        assert set(r["cpu_seconds"]) == {"sampling", *PA.VARIANTS} - {
+            "proofaug_noroot"
+        }
+        assert all(v >= 0 for v in r["cpu_seconds"].values())
 
 
 # --- the hammer-hard test set and DSP-style sketches (HARD preset) -------------------
@@ -536,6 +543,20 @@ def test_hard_split_keeps_only_hammer_failures_out_of_training(prover):
         PA.hard_split([easy, hard], prover, 2)
     with pytest.raises(TypeError, match=r"problems\[0\]"):
         PA.hard_split([STMT], prover, 1)
+
+
+def test_hammer_budget_a_larger_limit_proves_what_the_chapters_limit_does_not():
+    """The hammer alone at its chapter limit fails on a hard identity; at a larger
+    resource limit it proves it (the HARD set is hard at the chapter's limit only)."""
+    hard = _identity(3)
+    got = PA.hammer_budget([hard], 600, (1000, 30000))
+    assert got["rlimits"] == [1000, 30000]
+    assert got["pass"][0] == 0.0
+    assert all(t >= 0 for t in got["cpu_s_per_theorem"])
+    with pytest.raises(TypeError, match="problems"):
+        PA.hammer_budget([STMT], 600, (1000,))
+    with pytest.raises(ValueError, match=r"rlimits\[0\]"):
+        PA.hammer_budget([hard], 600, (0,))
 
 
 def test_wide_templates_reach_beyond_the_narrow_constants():

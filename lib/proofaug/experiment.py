@@ -10,7 +10,7 @@ import time
 import numpy as np
 import torch
 
-from lib.common import check_int, device as pick_device
+from lib.common import check_int, check_numbers, device as pick_device
 from lib.common.claims import seed_list
 
 from .language import _check_prover
@@ -220,6 +220,12 @@ def setup(cfg, device="cpu"):
     }
 
 
+#: the hammer's resource limits the HARD run also tries alone (the chapter's is 1000)
+HAMMER_RLIMITS = (1000, 3000, 10000, 30000)
+#: the order in which seed_run checks each proposal (CPU time is charged in this order)
+_RUN_ORDER = ("dsp", "proofaug", "proofaug_nocoarse", "proofaug_erp", "erp_control")
+
+
 class _Useless:
     """ERP's negative control: a re-query that returns nothing usable (``sorry``)."""
 
@@ -281,21 +287,34 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
     succ = {m: [] for m in variants}  # each (P, n)
     cost = {m: [] for m in variants}
     stages = {m: {} for m in variants}
+    beyond_dsp = {m: {} for m in variants}  # stages of successes DSP does not have
+    # CPU seconds of this process: sampling, and each method's checking in the order
+    # run (DSP first, so later methods find some tactic calls already cached)
+    cpu = {"sampling": 0.0, **{m: 0.0 for m in _RUN_ORDER}}
     for p in test:
+        t0 = time.process_time()
         texts = prop.proposals(p.stmt, k)
+        cpu["sampling"] += time.process_time() - t0
         row = {m: [] for m in variants}
         crow = {m: [] for m in variants}
         for text in texts:
-            outs = {
-                "dsp": dsp(p.stmt, text, prover),
-                "proofaug": proof_aug(p.stmt, text, prover),
-                "proofaug_nocoarse": proof_aug(p.stmt, text, prover, coarsen=False),
-                "proofaug_erp": proof_aug(p.stmt, text, prover, propose=prop),
+            runs = {
+                "dsp": lambda: dsp(p.stmt, text, prover),
+                "proofaug": lambda: proof_aug(p.stmt, text, prover),
+                "proofaug_nocoarse": lambda: proof_aug(
+                    p.stmt, text, prover, coarsen=False
+                ),
+                "proofaug_erp": lambda: proof_aug(p.stmt, text, prover, propose=prop),
             }
             if cfg.hard:
-                outs["erp_control"] = proof_aug(
+                runs["erp_control"] = lambda: proof_aug(
                     p.stmt, text, prover, propose=_Useless()
                 )
+            outs = {}
+            for m, run in runs.items():
+                t0 = time.process_time()
+                outs[m] = run()
+                cpu[m] += time.process_time() - t0
             # below the root: the same searches, a root-level success not counted (a
             # proposal whose semi-proof is one hole on the whole theorem reaches the
             # root even without coarsening)
@@ -308,6 +327,8 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
                 crow[m].append(1 + (o.extra_calls if o is not None else 0))
                 if o is not None and o.stage is not None:
                     stages[m][o.stage] = stages[m].get(o.stage, 0) + 1
+                    if o.success and not outs["dsp"].success:
+                        beyond_dsp[m][o.stage] = beyond_dsp[m].get(o.stage, 0) + 1
         for m in variants:
             succ[m].append(row[m])
             cost[m].append(crow[m])
@@ -345,6 +366,10 @@ def seed_run(cfg, env: dict, seed: int) -> dict:
             m: float((solved[m] & ~hammer).mean()) for m in ("dsp", "proofaug")
         },
         "stages": stages,
+        "stages_beyond_dsp": beyond_dsp,
+        "cpu_seconds": {
+            m: round(v, 2) for m, v in cpu.items() if m in runs or m == "sampling"
+        },
         "per_proposal": {m: float(np.mean(succ[m])) for m in variants},
         "oracle": {m: float(np.mean(v)) for m, v in ora.items()},
         "families": [p.family for p in test],
@@ -429,6 +454,31 @@ def ablation(cfg, env: dict) -> dict:
     return out
 
 
+def hammer_budget(problems: list, rlimit_builtin: int, rlimits) -> dict:
+    """The hammer alone on ``problems`` at each hammer resource limit in ``rlimits``
+    (the built-in tactics keep ``rlimit_builtin``), each limit with a fresh prover (no
+    cache): the pass rate and the CPU seconds per theorem. The baseline that gives the
+    hammer the compute a search spends, instead of one call at the chapter's limit."""
+    if not isinstance(problems, (list, tuple)) or not all(
+        isinstance(p, Problem) for p in problems
+    ):
+        raise TypeError(f"problems: expected a list of Problem, got {problems!r:.60}")
+    if not problems:
+        raise ValueError("problems: expected at least one Problem, got none")
+    check_int("rlimit_builtin", rlimit_builtin, 1)
+    rlimits = list(check_numbers("rlimits", rlimits, lambda n, v: check_int(n, v, 1)))
+    out = {"rlimits": rlimits, "pass": [], "cpu_s_per_theorem": []}
+    for r in rlimits:
+        prover = Prover(rlimit_builtin, r)
+        t0 = time.process_time()
+        ok = [hammer_only(p.stmt, prover).success for p in problems]
+        out["pass"].append(round(float(np.mean(ok)), 4))
+        out["cpu_s_per_theorem"].append(
+            round((time.process_time() - t0) / len(problems), 4)
+        )
+    return out
+
+
 def run_experiment(cfg, device=None) -> dict:
     """Everything the chapter reports, as plain numbers (the same keys for SMOKE and
     FULL), computed on ``device`` (default :func:`lib.common.device`)."""
@@ -449,6 +499,9 @@ def run_experiment(cfg, device=None) -> dict:
         "n_pairs": len(env["pairs"]),
     }
     if cfg.hard:
+        res["hammer_budget"] = hammer_budget(
+            env["test"], cfg.rlimit_builtin, HAMMER_RLIMITS
+        )
         res["split"] = {
             "n_train": len(env["train"]),
             "n_test": len(env["test"]),
