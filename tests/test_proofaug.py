@@ -409,6 +409,7 @@ def test_measure_claims_reads_the_runs_known_answer():
         proofaug_erp=[0.4, 0.65],
         proofaug_noroot=[0.2, 0.3],
         proofaug_nocoarse=[0.1, 0.2],
+        erp_control=[0.4, 0.55],
     )
     oracle = dict(dsp=0.4, proofaug_noroot=0.7, proofaug_nocoarse=0.45)
     runs = [
@@ -423,12 +424,13 @@ def test_measure_claims_reads_the_runs_known_answer():
     assert m["below-root"]["control"][3] == pytest.approx(0.0)
     assert m["oracle-below-root"]["values"][1] == pytest.approx(0.3)
     assert m["oracle-below-root"]["control"][1] == pytest.approx(0.05)
-    assert m["erp"]["values"][1] == pytest.approx(0.05) and not m["erp"]["control"]
+    assert m["erp"]["values"][1] == pytest.approx(0.05)
+    assert m["erp"]["control"][1] == pytest.approx(-0.05)  # 0.55 − 0.6
     v = {r.claim.id: r.verdict for r in PA.judge(m)}
     assert v["beats-dsp"] == "partly reproduced"  # the hammer alone explains it
     assert v["below-root"] == "reproduced" and v["oracle-below-root"] == "reproduced"
     assert v["beyond-hammer"] == "reproduced"
-    assert v["erp"] == "partly reproduced"  # no control: never more than partly
+    assert v["erp"] == "reproduced"  # useless re-queries lose: the control fails
     assert v["minif2f"] == "not tested here"
     with pytest.raises(ValueError, match="main"):
         PA.measure_claims(PA.SMOKE, (1, 4), main={"runs": runs})

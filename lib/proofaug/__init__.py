@@ -167,11 +167,10 @@ FULL = Config(
     oracle_samples=8,
 )
 #: the hammer-hard test set (``python -m lib.proofaug --preset HARD``, writes
-#: results/proofaug.hard.json; well over 45 min on two CPU cores: in one try each of
-#: the first two seeds had used 22 CPU-minutes without finishing, with a third seed
-#: still to run): 100 test theorems the hammer
-#: fails on, a proposer trained on every other theorem of the wider templates with
-#: DSP-style sketches, every test theorem on every seed
+#: results/proofaug.hard.json; about 10 min on two CPU cores, 16 CPU-minutes): 100 test
+#: theorems the hammer fails on at its limit, a proposer trained on the other theorems
+#: of the wider templates with DSP-style sketches, every test theorem on every seed, and
+#: the hammer alone at larger limits
 HARD = Config(hard=True, sketch=True, n_test=100, n_samples=4, noise_rates=(0.3,))
 
 __all__ = [

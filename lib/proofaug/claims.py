@@ -18,7 +18,8 @@ after they ran.
 The controls remove the ingredient the claim credits: for ProofAug against DSP, the
 structure analysis (what is left is DSP plus the final whole-theorem hammer call); for
 theorems beyond the hammer, ProofAug itself (DSP in its place); below the root and on
-the noisy oracle, the coarsening (holes filled at their own level only).
+the noisy oracle, the coarsening (holes filled at their own level only); for ERP, the
+re-queries' content (each returns ``sorry``: it costs a query and closes nothing).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ CLAIMS = (
         where="abstract; Sec. 4",
         statistic=f"pass rate of ProofAug + ERP − ProofAug, {_K} (re-queries counted)",
         rule=Rule.at_least(0.02),
+        control="ERP whose re-queries return sorry (they cost budget and close "
+        "nothing), − ProofAug",
         expect="not reproduced",
     ),
     Claim(
@@ -132,9 +135,9 @@ def measure_claims(cfg, seeds, device="cpu", main: dict | None = None) -> dict:
         out["oracle-below-root"]["values"][s] = o["proofaug_noroot"] - o["dsp"]
         out["oracle-below-root"]["control"][s] = o["proofaug_nocoarse"] - o["dsp"]
         out["erp"]["values"][s] = last["proofaug_erp"] - last["proofaug"]
-        if "erp_control" in last:  # the hammer-hard run: re-queries that return sorry
-            out["erp"]["control"][s] = last["erp_control"] - last["proofaug"]
-    return out  # in the default run "erp" has no control: at most partly reproduced
+        # the control: ERP whose re-queries return sorry (they cost and close nothing)
+        out["erp"]["control"][s] = last["erp_control"] - last["proofaug"]
+    return out
 
 
 def judge(measured: dict) -> list:

@@ -252,11 +252,11 @@ FULL = Config(
     timeout_s=900.0,
 )
 #: the stored long quality run (``python -m lib.scmoe --preset QUALITY`` writes
-#: results/scmoe.quality.json; about 46 CPU-minutes, ~25 min on two cores): SMOKE's models, data
-#: and seeds trained 2000 steps instead of 200, long enough to pass a character
-#: trigram table (SMOKE's 200 steps stop just past a bigram table), for top-2, top-1
-#: (the quality claim's control) and ScMoE. The step count was fixed from the cost
-#: (one step ≈ 0.28 s on one core) before any long run, and nothing else changes.
+#: results/scmoe.quality.json; 46 CPU-minutes): SMOKE's models, data and seeds trained
+#: 2000 steps instead of 200, long enough to pass a character trigram table (SMOKE's
+#: 200 steps stop just past a bigram table), for top-2, top-1 (the quality claim's
+#: control) and ScMoE. The step count was fixed from the cost before any long run; the
+#: learning-rate schedule (warm-up, cosine decay) stretches with it.
 QUALITY = Config(steps=2000, quality_only=True, variants=("top2", "top1", "scmoe"))
 
 __all__ = [
