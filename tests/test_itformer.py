@@ -228,6 +228,63 @@ def test_joint_training_equals_training_alone():
         assert torch.allclose(a, b, atol=1e-6)
 
 
+def test_diagnostics_known_answers_and_bad_inputs():
+    """feature_share: 0 when every unit has the same tokens, 1 when they average to 0;
+    series_sensitivity: 0 for a bridge that never reads the series, > 0 for one that
+    does."""
+    same = torch.randn(1, 3, 4, 8).expand(5, -1, -1, -1)
+    assert It.feature_share(same) == pytest.approx(0.0, abs=1e-6)
+    h = torch.randn(4, 3, 4, 8)
+    assert It.feature_share(torch.cat([h, -h])) == pytest.approx(1.0)
+    bb = It.prepare_backbone(TINY)
+    prep = It.prepare_seed(TINY, 3, backbone=bb)
+    d_enc, d_lm = prep["h_test"].shape[-1], prep["lm"].d_model
+    torch.manual_seed(0)
+    text = It.make_bridge("text", TINY, d_enc, d_lm)
+    linear = It.make_bridge("linear", TINY, d_enc, d_lm)
+    assert It.series_sensitivity(text, prep) == 0.0
+    assert It.series_sensitivity(linear, prep) > 0.05
+    with pytest.raises(ValueError, match="h: expected at least 2 units"):
+        It.feature_share(torch.randn(1, 3, 4, 8))
+    with pytest.raises(ValueError, match="h"):
+        It.feature_share(torch.randn(3, 4, 8))
+    with pytest.raises(ValueError, match="n"):
+        It.series_sensitivity(linear, prep, n=1)
+    with pytest.raises(TypeError, match="bridge"):
+        It.series_sensitivity("linear", prep)
+
+
+def test_stored_bridges_command_at_a_shrunk_size(tmp_path):
+    """The committed bridges' recipe at TINY size: saved and loaded, the bridges give
+    the scores they were saved with; another seed or config is refused."""
+    from lib.itformer import stored
+
+    runs = It.run_seeds(TINY, [3], keep=True)
+    stored.save_runs(runs, TINY, 3, tmp_path / "b.pt")
+    back = stored.load_runs(TINY, 3, path=tmp_path / "b.pt")[3]
+    for arm in It.BRIDGES:
+        assert It.score(back["_bridges"][arm], back["_prep"]) == runs[3][arm], arm
+    assert back["_params"] == runs[3]["_params"]
+    assert stored.load_runs(TINY, 4, path=tmp_path / "b.pt") is None
+    other = dataclasses.replace(TINY, steps=3)
+    assert stored.load_runs(other, 3, path=tmp_path / "b.pt") is None
+    with pytest.raises(ValueError, match="runs"):
+        stored.save_runs({3: {"text": {}}}, TINY, 3, tmp_path / "c.pt")
+
+
+def test_committed_bridges_are_fresh():
+    """results/itformer_bridges.pt was written by the current code with SMOKE's
+    settings (else: python -m lib.itformer.stored)."""
+    from lib.itformer import stored
+
+    assert stored.PATH.exists()
+    st = torch.load(stored.PATH, map_location="cpu", weights_only=False)
+    from lib.common.claims import lib_hash
+
+    assert st["lib_hash"] == lib_hash("itformer"), "run python -m lib.itformer.stored"
+    assert st["key"] == stored._key(It.SMOKE, It.NOTEBOOK_SEEDS[0])
+
+
 class _FakeHF(torch.nn.Module):
     """A Hugging Face-style causal LM (get_input_embeddings, inputs_embeds=, .logits)
     around the shared GPT: the FULL path's adapter without downloading anything."""

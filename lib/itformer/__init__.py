@@ -17,13 +17,14 @@ Key equations (P: K instruct tokens; Q: the question's embeddings; H: time token
 
     X = [P; Q] + PE,  X ← X + SelfAttn(X),  X ← X + FFN(X)
     α = softmax_v((W_cq P)·mean_n(W_ck H)[v]),   H̄[n] = Σ_v ᾱ[v] (W_cv H)[v, n]
-    P ← P + Attn(W_q P, W_k H̄, W_v H̄),   P ← P + FFN(P)
+    P ← P + LN(Attn(W_q P, W_k H̄, W_v H̄)),   P ← P + FFN(P)
 
 and the LM reads W_f LN(P) in K placeholder slots, trained on the answer tokens only.
 
 Modules: :mod:`.data` (EngineMT-QA-lite: units, questions, tokens), :mod:`.models`
 (encoder, TPE, ITA, the bridges), :mod:`.lm` (the frozen LMs), :mod:`.experiment`,
-:mod:`.metrics` (ROUGE-L), :mod:`.claims`, :mod:`.reference` (naive versions).
+:mod:`.metrics` (ROUGE-L), :mod:`.claims`, :mod:`.reference` (naive versions),
+:mod:`.backbone` and :mod:`.stored` (the committed frozen parts and bridges).
 """
 
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ from .data import (
 from .experiment import (
     bridge_logits,
     build_backbone,
+    feature_share,
     generate,
+    init_bridge,
     predict,
     features,
     prepare_backbone,
@@ -59,6 +62,7 @@ from .experiment import (
     run_seeds,
     score,
     score_facts,
+    series_sensitivity,
     train_bridge,
     train_bridges,
 )
@@ -115,9 +119,9 @@ class Config:
     bridge_layers: int = 1
     q_len: int = 10
     a_len: int = 8
-    steps: int = 100  # every bridge's training budget
+    steps: int = 1000  # every bridge's training budget
     batch: int = 64
-    lr: float = 1e-2
+    lr: float = 3e-3
     lrs: tuple = ()  # per-bridge learning rates chosen on TUNING_SEEDS: ((name, lr), …)
     claim_seeds: tuple = NOTEBOOK_SEEDS
 
@@ -264,8 +268,10 @@ __all__ = [
     "rouge_l",
     "prepare_backbone",
     "build_backbone",
+    "feature_share",
     "features",
     "prepare_seed",
+    "init_bridge",
     "train_bridge",
     "train_bridges",
     "bridge_logits",
@@ -273,6 +279,7 @@ __all__ = [
     "generate",
     "score",
     "score_facts",
+    "series_sensitivity",
     "run_seed",
     "run_seeds",
     "run_experiment",

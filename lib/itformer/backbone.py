@@ -106,12 +106,19 @@ def load_backbone(cfg, path=PATH, device="cpu") -> dict | None:
         )
     )
     lm.load_state_dict(st["lm"])
+    from .experiment import pretraining_pool, token_stats
+
+    enc = enc.to(device).eval().requires_grad_(False)
+    pool, _ = pretraining_pool(cfg)
+    h_mu, h_sd = token_stats(enc, (pool["x"] - st["mu"]) / st["sd"], device)
     return dict(
         vocab=vocab,
-        enc=enc.to(device).eval().requires_grad_(False),
+        enc=enc,
         lm=freeze(GPTAdapter(lm).to(device)),
         mu=st["mu"],
         sd=st["sd"],
+        h_mu=h_mu,
+        h_sd=h_sd,
         enc_losses=st["enc_losses"],
         lm_losses=st["lm_losses"],
         provenance=st["provenance"],

@@ -9,43 +9,55 @@ time tokens. Accuracies are exact matches on held-out units' closed questions;
 "specific" questions name a channel or a cycle (``fault_in``, ``first_fault``,
 ``onset``), "global" ones do not (``any_fault``, ``accelerating``, ``action``).
 
-How the settings were chosen (tuning seed 0 only): the sizes were fixed to fit the CPU
-budget (21 bridges in the notebook's 150 s) before any bridge was compared. The
-learning rate is the same for every bridge and was not tuned per bridge. Runs on tuning
-seed 0, all at the prior (every bridge answering as the LM does without a series):
-(a) an LM pretrained 300 steps on text with placeholders only, bridges of width 64,
-300 steps at 3e-3: closed accuracy 0.49 (linear), 0.49 (ITFormer), text-only 0.49;
-(b) the LM pretrained 2500 steps with half its examples' descriptions written in the
-slots (kept: with the true description in the slots it answers 0.77–1.0 of each type),
-width 32, 150 steps at 1e-2: closed 0.44–0.46 for every bridge, ITFormer identical with
-the right and a shuffled series. (c) After the preset was fixed, as a check of the
-budget: linear and ITFormer for 800 steps at 3e-3 (8× the preset's steps): closed 0.49
-and 0.45, ITFormer again identical with the right and a shuffled series. The preset
-(100 steps at 1e-2) is what fits the CPU budget. The thresholds below were written
-before the notebook and held-out seeds were run. ``expect`` records the ledger's
-verdicts. In a first run (same settings and rules), ``expect`` had been set from the
-notebook seeds alone, where ``gap-specific`` came out partly reproduced only because
-its control holds as well (the linear bridge happened to settle on better constant
-answers to the global questions); on the held-out seeds it did not hold, so the
-ledger's verdict was not reproduced (since the gate below: "not tested here"). No rule
-or setting was changed.
+How the settings were chosen. The sizes were fixed to fit the CPU budget before any
+bridge was compared; the learning rate is the same for every bridge.
 
-The gate (an outside referee's finding): at this budget no bridge reads the series
-(ITFormer scores exactly the same with each unit's own series and with another unit's
-on every seed), so the comparisons between bridges compare constant answers and could
-not tell one bridge from another. ``reads-series`` is their positive control: ITFormer
-with the right series minus ITFormer with a shuffled one, at least 0.05 of the closed
-questions (written after the shuffled arm had come out identical on all 11 seeds; any
-positive threshold gives the same verdict there). When it is not reproduced on a seed
-set, :func:`judge` records every comparison in :data:`GATED` as "not tested here",
-keeping its measured values for the table. The 0.05 would have passed in the referee's
-longer run (1500 steps at 1e-3 on seed 2001: 0.561 against 0.379).
+First budget (100 steps at 1e-2; tuning seed 0 only). Runs at the prior (every bridge
+answering as the LM does without a series): (a) an LM pretrained 300 steps on text with
+placeholders only, bridges of width 64, 300 steps at 3e-3: closed accuracy 0.49
+(linear), 0.49 (ITFormer), text-only 0.49; (b) the LM pretrained 2500 steps with half
+its examples' descriptions written in the slots (kept: with the true description in
+the slots it answers 0.77–1.0 of each type), width 32, 150 steps at 1e-2: closed
+0.44–0.46 for every bridge, ITFormer identical with the right and a shuffled series;
+(c) linear and ITFormer for 800 steps at 3e-3: closed 0.49 and 0.45, ITFormer again
+identical with the right and a shuffled series. The notebook and held-out seeds were
+then run at 100 steps: ``reads-series`` (below) was 0 on all 11 seeds, so every
+comparison was "not tested here". (In a first run, before the gate, ``expect`` had
+been set from the notebook seeds alone, where ``gap-specific`` came out partly
+reproduced only because its control held as well.)
+
+The diagnosis (tuning seed 0; the chapter shows it with
+:func:`.experiment.feature_share` and :func:`.experiment.series_sensitivity`): the
+unit-specific part of the encoder's time tokens is about 7 % of their energy (its
+learned channel and patch codes are the rest), and at 100 steps training lowered
+every bridge's dependence on the series. Single runs on tuning seed 0 at 300–1500
+steps, with the official code's initialisation, standardised time tokens or an
+encoder without position codes, are listed in the chapter.
+
+Second budget, the current one: 1000 steps at 3e-3, with the official code's
+initialisation (TPE's channel codes from a sinusoid, instruct tokens at std 1, ITA's
+update layer-normalised) and standardised time tokens. Chosen on tuning seeds 0 and 1
+by the positive control alone (``reads-series`` 0.25 and 0.28 there); those runs also
+printed the comparisons, which did not enter the choice. The rules and thresholds
+below were written before the first budget and not changed since; at the second
+budget the notebook and held-out seeds were run once, after the choice. ``expect``
+records the ledger's verdicts.
+
+The gate (an outside referee's finding): where no bridge reads the series, the
+comparisons between bridges compare constant answers and cannot tell one bridge from
+another. ``reads-series`` is their positive control: ITFormer with the right series
+minus ITFormer with a shuffled one, at least 0.05 of the closed questions (written
+after the shuffled arm had come out identical on all 11 seeds at the first budget;
+any positive threshold gives the same verdict there). When it is not reproduced on a
+seed set, :func:`judge` records every comparison in :data:`GATED` as "not tested
+here", keeping its measured values for the table.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from lib.common import check_int
 from lib.common.claims import Claim, Rule, judge_all, seed_list
 
 #: seeds on which the settings were checked
@@ -63,7 +75,7 @@ CLAIMS = (
         statistic="ITFormer with the right series − with a shuffled one, accuracy on "
         "closed questions",
         rule=Rule.at_least(0.05),
-        expect="not reproduced",
+        expect="partly reproduced",
     ),
     Claim(
         "beats-text",
@@ -75,7 +87,7 @@ CLAIMS = (
         rule=Rule.at_least(0.10),
         control="the same ITFormer tested with every question paired with another "
         "unit's series",
-        expect="not tested here",
+        expect="partly reproduced",
     ),
     Claim(
         "beats-qformer",
@@ -86,7 +98,7 @@ CLAIMS = (
         rule=Rule.at_least(0.03),
         control="ITFormer without the question (instruct tokens alone) in ITFormer's "
         "place",
-        expect="not tested here",
+        expect="not reproduced",
     ),
     Claim(
         "qformer-ge-linear",
@@ -96,7 +108,7 @@ CLAIMS = (
         statistic="Q-Former − linear, accuracy on closed questions",
         rule=Rule.at_least(0.0),
         control="text-only in Q-Former's place",
-        expect="not tested here",
+        expect="reproduced",
     ),
     Claim(
         "gap-specific",
@@ -107,7 +119,7 @@ CLAIMS = (
         "questions",
         rule=Rule.at_least(0.03),
         control="Q-Former (no question) in ITFormer's place",
-        expect="not tested here",
+        expect="partly reproduced",
     ),
     Claim(
         "ablate-ita",
@@ -117,7 +129,7 @@ CLAIMS = (
         statistic="ITFormer − (−ITA), accuracy on specific questions",
         rule=Rule.at_least(0.02),
         control="the same difference on the global questions",
-        expect="not tested here",
+        expect="not reproduced",
     ),
     Claim(
         "ablate-instruct",
@@ -128,7 +140,7 @@ CLAIMS = (
         "specific questions",
         rule=Rule.at_least(0.03),
         control="the same difference on the global questions",
-        expect="not tested here",
+        expect="not reproduced",
     ),
     Claim(
         "ablate-tpe",
@@ -138,7 +150,7 @@ CLAIMS = (
         statistic="ITFormer − (−TPE), accuracy on the onset questions",
         rule=Rule.at_least(0.03),
         control="the same difference on the global questions",
-        expect="not tested here",
+        expect="not reproduced",
     ),
     Claim(
         "param-ratio",
@@ -219,13 +231,44 @@ def measure_from_runs(runs: dict) -> dict:
     return out
 
 
-def measure_claims(cfg, seeds, device="cpu", runs: dict | None = None) -> dict:
+def _one_seed(cfg, seed: int, device) -> tuple:
+    """A worker's job: one seed's run on one torch thread."""
+    import torch
+
+    from .experiment import run_seeds
+
+    torch.set_num_threads(1)
+    return seed, run_seeds(cfg, [seed], device)[seed]
+
+
+def measure_claims(
+    cfg, seeds, device="cpu", runs: dict | None = None, processes: int | None = None
+) -> dict:
     """``{claim id: {"values": {seed: v}, "control": {seed: v}}}``; ``runs`` (from
-    :func:`.experiment.run_seeds` on the same seeds) skips the training."""
+    :func:`.experiment.run_seeds` on the same seeds) skips the training.
+
+    On the CPU the seeds run in ``processes`` spawned workers (default: one per core,
+    at most one per seed), each seed alone on one torch thread; each bridge trains on
+    its own batches either way (:func:`.experiment.train_bridges`). From a script,
+    call it under ``if __name__ == "__main__":``."""
+    import os
+
     from .experiment import run_seeds
 
     seeds = seed_list(seeds)
-    runs = run_seeds(cfg, seeds, device) if runs is None else runs
+    if processes is not None:
+        check_int("processes", processes, 1)
+    if runs is None:
+        n = min(len(seeds), processes or os.cpu_count() or 1)
+        if n > 1 and str(device) == "cpu":
+            import multiprocessing as mp
+
+            ctx = mp.get_context("spawn")  # no fork after torch's pools started
+            with ctx.Pool(n) as pool:
+                jobs = [(cfg, s, device) for s in seeds]
+                runs = dict(pool.starmap(_one_seed, jobs, chunksize=1))
+        else:
+            runs = run_seeds(cfg, seeds, device)
     return measure_from_runs(runs)
 
 

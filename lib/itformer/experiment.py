@@ -43,7 +43,7 @@ from .models import (
 )
 
 
-_BACKBONE_KEYS = ("vocab", "enc", "lm", "mu", "sd")
+_BACKBONE_KEYS = ("vocab", "enc", "lm", "mu", "sd", "h_mu", "h_sd")
 _PREP_KEYS = _BACKBONE_KEYS + ("train", "test", "h_train", "h_test", "qa_test")
 
 
@@ -98,9 +98,8 @@ def build_backbone(cfg, device="cpu") -> dict:
     them with the unit's description written in the slots (so that the LM has learnt
     to answer from facts stated in words there), the rest with <ts> placeholders."""
     _check_cfg(cfg)
-    g = make_generator(cfg.seed + 5000)
+    pool, g = pretraining_pool(cfg)
     vocab = make_vocab()
-    pool = make_units(cfg.n_pretrain, **_unit_kw(cfg), generator=g)
     mu = pool["x"].mean((0, 2), keepdim=True)
     sd = pool["x"].std((0, 2), keepdim=True)
     enc = seeded_init(
@@ -129,15 +128,40 @@ def build_backbone(cfg, device="cpu") -> dict:
     facts = [describe(pool, u) if c else None for (u, *_), c in zip(qa, coin.tolist())]
     text = encode_qa(qa, vocab, **_qa_kw(cfg), facts=facts)
     lm, lm_losses = make_lm(cfg, vocab, text, cfg.seed, g, device)
+    h_mu, h_sd = token_stats(enc, (pool["x"] - mu) / sd, device)
     return dict(
         vocab=vocab,
         enc=enc,
         lm=lm,
         mu=mu,
         sd=sd,
+        h_mu=h_mu,
+        h_sd=h_sd,
         enc_losses=enc_losses,
         lm_losses=lm_losses,
     )
+
+
+def pretraining_pool(cfg):
+    """The units the frozen parts are pretrained on (drawn first from ``cfg.seed +
+    5000``), and the generator after drawing them."""
+    _check_cfg(cfg)
+    g = make_generator(cfg.seed + 5000)
+    return make_units(cfg.n_pretrain, **_unit_kw(cfg), generator=g), g
+
+
+def token_stats(enc, x, device="cpu"):
+    """Mean and standard deviation over units of the frozen encoder's time tokens at
+    every (channel, patch, feature), (1, V, N, d) each, on scaled series x (n, V, L).
+
+    The bridges read standardised tokens, (h − mean) / sd: our encoder adds learned
+    channel and patch codes (the official encoder has none), which every unit shares
+    and which make up about 93 % of the tokens' energy; standardising with statistics
+    of the pretraining pool (frozen, like the encoder) takes them out again."""
+    h = features(enc, x, device)  # (n, V, N, d)
+    if h.shape[0] < 2:
+        raise ValueError(f"x: expected at least 2 units, got {h.shape[0]}")
+    return h.mean(0, keepdim=True), h.std(0, keepdim=True).clamp_min(1e-6)
 
 
 def _unit_kw(cfg):
@@ -178,12 +202,13 @@ def prepare_seed(cfg, seed: int, device="cpu", backbone=None) -> dict:
     xtr = (train_u["x"] - bb["mu"]) / bb["sd"]  # (n, V, L)
     xte = (test_u["x"] - bb["mu"]) / bb["sd"]
     qa_tr, qa_te = make_qa(train_u, cfg.per_unit, g), make_qa(test_u, cfg.per_unit, g)
+    h_mu, h_sd = bb["h_mu"].to(device), bb["h_sd"].to(device)
     return dict(
         bb,
         train=encode_qa(qa_tr, bb["vocab"], **_qa_kw(cfg)),
         test=encode_qa(qa_te, bb["vocab"], **_qa_kw(cfg)),
-        h_train=features(bb["enc"], xtr, device),
-        h_test=features(bb["enc"], xte, device),
+        h_train=(features(bb["enc"], xtr, device) - h_mu) / h_sd,  # standardised
+        h_test=(features(bb["enc"], xte, device) - h_mu) / h_sd,
         x_test=xte,
         test_units=test_u,
         qa_test=qa_te,
@@ -258,6 +283,19 @@ def train_bridge(name, prep, cfg, seed, device="cpu", lr=None, shuffle_series=Fa
     return bridge, [row[0] for row in losses]
 
 
+def init_bridge(name, cfg, prep, seed, device="cpu") -> torch.nn.Module:
+    """Bridge ``name`` as :func:`train_bridges` starts it on ``seed`` (before any
+    step)."""
+    check_choice("name", name, BRIDGES)
+    _check_prep(prep)
+    check_int("seed", seed, 0)
+    d_enc = prep["h_train"].shape[-1]
+    return seeded_init(
+        lambda: make_bridge(name, cfg, d_enc, prep["lm"].d_model),
+        seed + 7 + BRIDGES.index(name),
+    ).to(device)
+
+
 def train_bridges(jobs, cfg, device="cpu"):
     """Train several bridges at once, each on its own batches, exactly as if alone:
     ``jobs`` is a list of (name, prep, seed, lr or None, shuffle_series). Their LM
@@ -288,11 +326,7 @@ def train_bridges(jobs, cfg, device="cpu"):
     for name, prep, seed, lr, shuffle in jobs:
         if prep["lm"] is not lm:
             raise ValueError("jobs: expected every job to share one frozen LM")
-        d_enc = prep["h_train"].shape[-1]
-        b = seeded_init(
-            lambda: make_bridge(name, cfg, d_enc, lm.d_model),
-            seed + 7 + BRIDGES.index(name),
-        ).to(device)
+        b = init_bridge(name, cfg, prep, seed, device)
         bridges.append(b)
         groups.append(
             dict(params=list(b.parameters()), lr=cfg.lr_for(name) if lr is None else lr)
@@ -534,3 +568,35 @@ def run_experiment(cfg, device=None) -> dict:
     return {
         "runs": {str(k): v for k, v in run_seeds(cfg, cfg.claim_seeds, device).items()}
     }
+
+
+# ----------------------------------------------------------------------------------
+# diagnostics: where the series gets lost
+def feature_share(h) -> float:
+    """The unit-specific share of the time tokens' energy: E|h − h̄|² / E|h|², with h̄
+    the mean over units at every (channel, patch) position. A small share means that
+    the codes every unit shares (the encoder's channel and patch embeddings) dominate
+    the tokens, and what tells one unit from another is a small part of them."""
+    check_tensor("h", h, ndim=4, floating=True, nonempty=True, finite=True)
+    if h.shape[0] < 2:
+        raise ValueError(f"h: expected at least 2 units, got {h.shape[0]}")
+    mean = h.mean(0, keepdim=True)  # (1, V, N, d): what every unit shares
+    return float(((h - mean) ** 2).mean() / (h**2).mean())
+
+
+@torch.no_grad()
+def series_sensitivity(bridge, prep, n: int = 500, device="cpu") -> float:
+    """How much a bridge's tokens depend on the series: the mean ‖b(h, q) − b(h', q)‖
+    over the mean ‖b(h, q)‖ on the first ``n`` test questions, h' another unit's
+    series (a fixed permutation). 0: the tokens ignore the series."""
+    _check_bridge(bridge)
+    _check_prep(prep)
+    check_int("n", n, 2)
+    d, lm = prep["test"], prep["lm"]
+    n = min(n, len(d["ids"]))
+    h = prep["h_test"][d["unit"][:n].to(prep["h_test"].device)].to(device)
+    perm = torch.randperm(n, generator=make_generator(99)).to(device)
+    q = lm.embed(d["question"][:n].to(device))
+    qm = d["q_mask"][:n].to(device)
+    out, other = bridge(h, q, qm), bridge(h[perm], q, qm)  # (n, K, D) each
+    return float((out - other).norm(dim=-1).mean() / out.norm(dim=-1).mean())

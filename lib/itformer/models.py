@@ -213,7 +213,10 @@ class TPE(nn.Module):
         n = torch.arange(n_patches)
         self.register_buffer("temporal", sinusoid(n, d))  # (N, d)
         self.register_buffer("segment", sinusoid(n // patches_per_cycle, d, 100.0))
-        self.channel = nn.Parameter(0.02 * torch.randn(n_channels, 1, d))
+        # learned channel codes, started from a sinusoid of the channel index (as the
+        # official code's learnable position embedding is), so that the channels are
+        # told apart from the first step
+        self.channel = nn.Parameter(sinusoid(torch.arange(n_channels), d)[:, None])
 
     def forward(self, h):  # TPE: h + time(n) + segment(cycle(n)) + channel(v)
         return h + self.temporal + self.segment + self.channel
@@ -286,7 +289,7 @@ class ITFormer(nn.Module):
         self.ts_project = nn.Linear(d_enc, d)
         self.query_project = nn.Linear(d_lm, d)
         self.tpe = TPE(cfg.n_channels, cfg.n_patches, cfg.patches_per_cycle, d)
-        self.prompt = nn.Parameter(0.02 * torch.randn(K, d))  # LIT
+        self.prompt = nn.Parameter(torch.randn(K, d))  # LIT (std 1, as the official)
         self.register_buffer("instr_pe", sinusoid(torch.arange(K + cfg.q_len), d))
         L, H = cfg.bridge_layers, cfg.n_head
         self.self_att = nn.ModuleList(
@@ -298,7 +301,7 @@ class ITFormer(nn.Module):
             for _ in range(L)
         )
         self.ffn_p = nn.ModuleList(_ffn(d) for _ in range(L))
-        self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(4 * L))
+        self.ln = nn.ModuleList(nn.LayerNorm(d) for _ in range(5 * L))
         self.out_ln = nn.LayerNorm(d)
         self.fusion_project = nn.Linear(d, d_lm)
 
@@ -316,15 +319,17 @@ class ITFormer(nn.Module):
             x, pad = p, None
         x = x + self.instr_pe[: x.shape[1]]
         for i in range(len(self.self_att)):
-            z = self.ln[4 * i](x)
-            x = (
-                x
-                + self.self_att[i](z, z, z, key_padding_mask=pad, need_weights=False)[0]
-            )
-            x = x + self.ffn_x[i](self.ln[4 * i + 1](x))
+            ln = self.ln[5 * i : 5 * i + 5]
+            z = ln[0](x)
+            x = x + self.self_att[i](
+                z, z, z, key_padding_mask=pad, need_weights=False
+            )[0]
+            x = x + self.ffn_x[i](ln[1](x))
             p, rest = x[:, :K], x[:, K:]
-            p = p + self.cross[i](self.ln[4 * i + 2](p), mem)  # ITA
-            p = p + self.ffn_p[i](self.ln[4 * i + 3](p))
+            # ITA's update is normalised before it is added (the official block's
+            # x + LN(ITA(x, H))), so the series enters at full scale from the start
+            p = p + ln[3](self.cross[i](ln[2](p), mem))  # ITA
+            p = p + self.ffn_p[i](ln[4](p))
             x = torch.cat([p, rest], 1)
         return self.fusion_project(self.out_ln(x[:, :K]))  # (B, K, d_lm)
 
