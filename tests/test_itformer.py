@@ -3,6 +3,7 @@ LM pass), every kernel against its naive reference, bad inputs, the FULL path sh
 (a Hugging Face-style LM behind the adapter), the claims' bookkeeping, CUDA parity."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -112,6 +113,23 @@ def test_rouge_l_known_values():
     assert It.rouge_l(["a", "b"], ["a", "b"]) == 1.0
     assert It.rouge_l(["a"], ["b"]) == 0.0
     assert abs(It.rouge_l(["a", "b", "c"], ["a", "c"]) - 0.8) < 1e-9
+
+
+def test_corpus_bleu_known_values():
+    hyp, ref = "the cat sat on the mat".split(), "the cat is on the mat".split()
+    # clipped precisions 5/6, 3/5, 1/4 and equal lengths: (1/8)^(1/3) = 0.5
+    assert It.corpus_bleu([hyp], [ref], max_n=3) == pytest.approx(0.5)
+    assert It.corpus_bleu([hyp], [ref]) == 0.0  # no 4-gram in common
+    assert It.corpus_bleu([ref, hyp], [ref, hyp]) == pytest.approx(1.0)
+    # brevity penalty exp(1 - 4/2) on a short but exact hypothesis
+    b = It.corpus_bleu([["a", "b"]], [["a", "b", "c", "d"]], max_n=1)
+    assert b == pytest.approx(math.exp(-1))
+    with pytest.raises(ValueError, match="refs"):
+        It.corpus_bleu([hyp], [])
+    with pytest.raises(TypeError, match="hyps"):
+        It.corpus_bleu("a b", [ref])
+    with pytest.raises(ValueError, match="max_n"):
+        It.corpus_bleu([hyp], [ref], max_n=0)
 
 
 def test_spliced_pass_equals_the_gpt():

@@ -67,7 +67,7 @@ from .experiment import (
     train_bridges,
 )
 from .lm import GPTAdapter, HFAdapter, load_smollm2, word_ids
-from .metrics import lcs_length, rouge_l
+from .metrics import corpus_bleu, lcs_length, rouge_l
 from .models import (
     BRIDGES,
     TPE,
@@ -266,6 +266,7 @@ __all__ = [
     "word_ids",
     "lcs_length",
     "rouge_l",
+    "corpus_bleu",
     "prepare_backbone",
     "build_backbone",
     "feature_share",

@@ -31,7 +31,7 @@ from .data import (
     make_vocab,
 )
 from .lm import GPTAdapter, HFAdapter, freeze, load_smollm2
-from .metrics import rouge_l
+from .metrics import corpus_bleu, rouge_l
 from .models import (
     BRIDGES,
     TSEncoder,
@@ -483,6 +483,7 @@ def score(bridge, prep, device="cpu", shuffle=False) -> dict:
     hyp = generate(bridge, prep, rows, device, shuffle=shuffle)
     refs = [prep["qa_test"][int(r)][3] for r in rows]
     out["rouge_l"] = sum(rouge_l(a, b) for a, b in zip(hyp, refs)) / max(len(refs), 1)
+    out["bleu"] = corpus_bleu(hyp, refs) if refs else 0.0
     return out
 
 
@@ -516,7 +517,7 @@ def score_facts(prep) -> dict:
     out["global"] = float(ok[sel([n for n in CLOSED if n not in SPECIFIC])].mean())
     for stage in ("perception", "reasoning", "decision"):
         out[stage] = float(ok[sel([n for n in CLOSED if STAGE_OF[n] == stage])].mean())
-    out["rouge_l"] = float("nan")
+    out["rouge_l"] = out["bleu"] = float("nan")
     return out
 
 
