@@ -57,7 +57,8 @@ def corpus_bleu(hyps, refs, max_n: int = 4) -> float:
                 raise TypeError(f"{name}: expected lists of words, got {s!r:.60}")
     if len(hyps) != len(refs):
         raise ValueError(
-            f"refs: expected one reference per hypothesis ({len(hyps)}), got {len(refs)}"
+            f"refs: expected one reference per hypothesis ({len(hyps)}), got "
+            f"{len(refs)}"
         )
     if isinstance(max_n, bool) or not isinstance(max_n, int) or max_n < 1:
         raise ValueError(f"max_n: expected a positive int, got {max_n!r}")
