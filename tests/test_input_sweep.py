@@ -6959,6 +6959,36 @@ def _cases_itformer():
         ),
         Case(
             ch,
+            "corpus_bleu",
+            It.corpus_bleu,
+            lambda: dict(
+                hyps=[["c1", "up", "w3", "steady"]],
+                refs=[["c1", "up", "w3", "accel"]],
+                max_n=2,
+            ),
+        ),
+        Case(
+            ch,
+            "feature_share",
+            It.feature_share,
+            lambda: dict(h=prep["h_test"][:4].clone()),
+        ),
+        Case(
+            ch,
+            "init_bridge",
+            It.init_bridge,
+            lambda: dict(name="linear", cfg=TINY, prep=prep, seed=0, device="cpu"),
+            {"cfg": "obj", "prep": "obj", "seed": "nonneg"},
+        ),
+        Case(
+            ch,
+            "series_sensitivity",
+            It.series_sensitivity,
+            lambda: dict(bridge=bridge, prep=prep, n=8, device="cpu"),
+            {"bridge": "obj", "prep": "obj"},
+        ),
+        Case(
+            ch,
             "run_seed",
             It.run_seed,
             lambda: dict(

@@ -48,7 +48,7 @@ intervals leave out the frozen parts' pretraining; the held-out seeds 1000–100
 also run at the first budget, where the failed gate led to the new settings (nothing
 was chosen on their values); the Q-Former-style bridge does not get the official
 initialisation, and the shared learning rate came from ITFormer's control. The
-ITFormer-specific verdicts hold for the standardised stand-in: on two seeds an
+ITFormer-specific verdicts hold for the standardised stand-in: on three seeds an
 encoder without learned codes (as the official one), with raw tokens, moved
 ITFormer − Q-Former and ITFormer − (−ITA) towards the paper (the chapter gives the
 numbers); that encoder has not been run on the ledger's seeds.

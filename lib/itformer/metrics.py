@@ -55,6 +55,8 @@ def corpus_bleu(hyps, refs, max_n: int = 4) -> float:
         for s in xs:
             if isinstance(s, str) or not isinstance(s, (list, tuple)):
                 raise TypeError(f"{name}: expected lists of words, got {s!r:.60}")
+    if not hyps:
+        raise ValueError("hyps: expected at least one hypothesis, got an empty list")
     if len(hyps) != len(refs):
         raise ValueError(
             f"refs: expected one reference per hypothesis ({len(hyps)}), got "
