@@ -48,10 +48,11 @@ intervals leave out the frozen parts' pretraining; the held-out seeds 1000–100
 also run at the first budget, where the failed gate led to the new settings (nothing
 was chosen on their values); the Q-Former-style bridge does not get the official
 initialisation, and the shared learning rate came from ITFormer's control. The
-ITFormer-specific verdicts hold for the standardised stand-in: on three seeds an
+ITFormer-specific verdicts are for the standardised stand-in: on three seeds an
 encoder without learned codes (as the official one), with raw tokens, moved
-ITFormer − Q-Former and ITFormer − (−ITA) towards the paper (the chapter gives the
-numbers); that encoder has not been run on the ledger's seeds.
+ITFormer − Q-Former towards the paper, but a scratch run of that encoder on all
+eleven ledger seeds gave the same verdicts (the chapter gives the numbers); it is not
+yet a preset of this library.
 
 The gate (an outside referee's finding): where no bridge reads the series, the
 comparisons between bridges compare constant answers and cannot tell one bridge from
