@@ -329,3 +329,18 @@ def test_code_fits_88_columns(rel):
     sideways."""
     long = _long_lines(rel)
     assert not long, f"{rel}: {len(long)} line(s) too long, e.g. " + "; ".join(long[:3])
+
+
+@pytest.mark.parametrize("slug", CHAPTERS)
+def test_captioned_figure_cell_displays_one_thing(slug):
+    # myst-nb gives every display output of a captioned cell the caption's name, so a
+    # second display (a table, another figure) makes a duplicate target and `make book`
+    # fails under -W
+    for i, cell in enumerate(_code(_nb(slug)), 1):
+        if "figure" not in cell.get("metadata", {}).get("mystnb", {}):
+            continue
+        shown = [o for o in cell.get("outputs", []) if o["output_type"] == "display_data"]
+        assert len(shown) == 1, (
+            f"{slug} cell {i}: a captioned figure cell has {len(shown)} display "
+            "outputs; put tables and other figures in their own cells"
+        )
