@@ -339,7 +339,9 @@ def test_captioned_figure_cell_displays_one_thing(slug):
     for i, cell in enumerate(_code(_nb(slug)), 1):
         if "figure" not in cell.get("metadata", {}).get("mystnb", {}):
             continue
-        shown = [o for o in cell.get("outputs", []) if o["output_type"] == "display_data"]
+        shown = [
+            o for o in cell.get("outputs", []) if o["output_type"] == "display_data"
+        ]
         assert len(shown) == 1, (
             f"{slug} cell {i}: a captioned figure cell has {len(shown)} display "
             "outputs; put tables and other figures in their own cells"

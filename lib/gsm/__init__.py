@@ -35,6 +35,7 @@ from .claims import (
     measure_images,
 )
 from .experiment import (
+    LOCAL_TASKS,
     SPECS,
     make_dataset,
     predict,
@@ -149,6 +150,7 @@ __all__ = [
     "SUBGRAPH_TOKENS",
     "ENCODERS",
     "SPECS",
+    "LOCAL_TASKS",
     "make_graph",
     "laplacian_pe",
     "affinity_distances",

@@ -11,7 +11,8 @@ nodes, 1000 training graphs, 150 Adam steps of 16 graphs (cosine decay) were fix
 the CPU budget before any result. The learning rate, the same for every model, is
 picked from :data:`lib.gsm.tune.RATES` by the mean test accuracy over the whole grid on
 :data:`TUNING_SEEDS` (``python -m lib.gsm.tune --write`` → ``tuning.json``), and each
-claim's expected verdict is its verdict on the tuning seeds at that rate.
+claim's expected verdict is its verdict on the tuning seeds at that rate, unless the
+held-out seeds gave a weaker one (:data:`OVERRULED`; the weaker one is recorded).
 
 The claims are stated so that the compared models differ in one ingredient, not in
 whether the tokens carry the answer: subgraph tokens are compared on degree with node
@@ -22,8 +23,13 @@ HAC information); the hybrid is compared with its two halves on *node tokens*, w
 model is at the ceiling. HAC-DFS against k-hop tokens is not judged: on connectivity the
 hierarchical PE names each node's component, so HAC-DFS tokens, and k-hop tokens given
 that PE, answer every test graph by a lookup (the comparison cannot fail one way without
-the PE, nor pass with it). The margins (0.02, 0.20, 0.10) were set before these
-statistics were computed; the node-token accuracies that hybrid-best compares were
+the PE, nor pass with it). The margins (0.02, 0.20, 0.10, and 0.10 for cycle check)
+were set before these statistics were computed (cycle check's data and baseline were
+redesigned after an outside referee found that the first design's classes differed in
+their number of components; the margin stayed); triangles through s is shown but not
+judged: the radius-1 k-hop token stores the count, HAC-BFS tokens cannot express it and
+one sum-aggregation layer cannot count triangles, so its outcome is fixed by the token
+encodings; the node-token accuracies that hybrid-best compares were
 already known from the chapter's grid.
 """
 
@@ -47,6 +53,13 @@ TUNING = json.loads((pathlib.Path(__file__).with_name("tuning.json")).read_text(
 TUNING_IMAGES = json.loads(
     (pathlib.Path(__file__).with_name("tuning_images.json")).read_text()
 )
+
+#: claims whose recorded verdict is weaker than the tuning seeds' verdict because the
+#: held-out seeds gave the weaker one (the tuning seeds' prediction did not hold)
+OVERRULED = {
+    "hybrid-best": "partly reproduced on the tuning seeds, the weakest partly there "
+    "is (1 of 2 seeds at the margin, mean +0.009 < 0.02); not reproduced held out",
+}
 
 _ACC = "test accuracy difference (paired, same graphs), "
 
@@ -127,9 +140,22 @@ CLAIMS = (
     ),
     Claim(
         "more-local-tasks",
-        "subgraph tokens also win on cycle check and triangle counting; node and "
-        "HAC-DFS tokens on colour counting",
-        paper="cycle check 91–94 % (k-hop, HAC-BFS); colour counting 85.8/86.2",
+        "subgraph tokens also win a second local task, cycle check (is s on a "
+        "cycle?), against node tokens with or without a local GNN encoder",
+        paper="cycle check 91–94 % (k-hop, HAC-BFS); node tokens fail on local tasks",
+        where="Table 1 (second-hand, approximate; the paper asks whether the graph "
+        "has a cycle)",
+        statistic=_ACC
+        + "min(hybrid + k-hop, hybrid + HAC-BFS) − max(hybrid + node tokens, the "
+        "same with one GNN layer), cycle check",
+        rule=Rule.at_least(0.1),
+        control="k-hop tokens computed on a rewired graph (same n and edge count)",
+        expect="not reproduced",
+    ),
+    Claim(
+        "colour-counting",
+        "on colour counting (global) node and HAC-DFS tokens beat subgraph tokens",
+        paper="colour counting 85.8/86.2 for hybrid + HAC-DFS",
         where="Table 1",
         expect="not tested here",
     ),
@@ -152,8 +178,12 @@ def measure_from_grid(acc: dict) -> dict:
     def best_other(kind, s):  # the better single-type encoder on ``kind``
         return max(a(c + "ssm/" + kind, s), a(c + "transformer/" + kind, s))
 
-    def subgraph(s, khop="khop"):
-        return min(a(d + "hybrid/" + khop, s), a(d + "hybrid/hac_bfs", s))
+    def subgraph(s, khop="khop", task=d):
+        return min(a(task + "hybrid/" + khop, s), a(task + "hybrid/hac_bfs", s))
+
+    def cycle(s, khop="khop"):  # subgraph tokens − the better node tokens, cycle
+        best_node = max(a("cycle/hybrid/node", s), a("cycle/hybrid/node_gcn", s))
+        return subgraph(s, khop, "cycle/") - best_node
 
     rules = {
         "global-node-vs-khop": (
@@ -167,6 +197,10 @@ def measure_from_grid(acc: dict) -> dict:
         "local-subgraph-vs-node": (
             lambda s: subgraph(s) - a(d + "hybrid/node_gcn", s),
             lambda s: subgraph(s, "khop_rewired") - a(d + "hybrid/node_gcn", s),
+        ),
+        "more-local-tasks": (
+            lambda s: cycle(s),
+            lambda s: cycle(s, "khop_rewired"),
         ),
         "order-helps-ssm": (
             lambda s: a(c + "ssm/node_dfs", s) - a(c + "ssm/node_cc", s),

@@ -13,8 +13,11 @@ import numpy as np
 
 from lib.common import check_choice, check_int
 
-#: the generated tasks: pairwise connectivity (global) and node degree (local)
-TASKS = ("connectivity", "degree")
+#: the generated tasks: pairwise connectivity (global); node degree, cycle check and
+#: triangles through a node (local)
+TASKS = ("connectivity", "degree", "cycle", "triangles")
+#: the graph-level task's short cycles: lengths 3..CYCLE_MAX (inside a 2-hop ball)
+CYCLE_MAX = 5
 #: tokenisations; node-level (one sequence over the graph's nodes) ...
 NODE_TOKENS = (
     "node",
@@ -93,6 +96,13 @@ def make_graph(task: str, n: int, rng) -> dict:
     when the component allows it (so the answer is not in ``s``'s 1-hop
     neighbourhood), else in the other one; ``y`` = same component.
     degree: an Erdős–Rényi graph with p = 0.25; ``y`` = min(deg(s), 7).
+    cycle: a long random tree plus one chord that closes a cycle of length
+    3..CYCLE_MAX (a connected graph with exactly one cycle); ``y`` = s is on the cycle
+    (probability 1/2); s's degree is always that of a random node on the cycle, and
+    the graph is redrawn when no node off the cycle has it (in both classes), so
+    deg(s) does not answer. Every graph has n edges and one component whatever the
+    label, so no count over the whole graph answers it; ``t = s``.
+    triangles: an Erdős–Rényi graph with p = 0.3; ``y`` = min(triangles through s, 7).
     """
     task = check_choice("task", task, TASKS)
     n = check_int("n", n, 6)
@@ -121,13 +131,49 @@ def make_graph(task: str, n: int, rng) -> dict:
             pool = np.flatnonzero(label != label[s])
         t = int(rng.choice(pool))
         y = int(label[s] == label[t])
+    elif task == "cycle":
+        y = int(rng.random() < 0.5)
+        while True:  # until a node off the cycle has the degree of one on it
+            adj[:] = 0
+            for u, v in random_tree_edges(list(perm), rng):
+                adj[u, v] = adj[v, u] = 1
+            a, length = int(rng.integers(n)), int(rng.integers(3, CYCLE_MAX + 1))
+            pool = np.flatnonzero(_hops(adj, a) == length - 1)
+            if not len(pool):
+                continue
+            b = int(rng.choice(pool))  # the chord closes a cycle of length `length`
+            adj[a, b] = adj[b, a] = 1
+            on, deg = on_cycle(adj), adj.sum(1)
+            ref = int(rng.choice(np.flatnonzero(on)))  # s's degree: a cycle node's
+            same = np.flatnonzero(~on & (deg == deg[ref]))
+            if len(same):  # both classes: the same condition on the graph
+                s = ref if y else int(rng.choice(same))
+                break
+        t = s
     else:
-        up = np.triu(rng.random((n, n)) < 0.25, 1)
+        p = 0.25 if task == "degree" else 0.3
+        up = np.triu(rng.random((n, n)) < p, 1)
         adj = (up | up.T).astype(np.int64)
         s = int(rng.integers(n))
         t = s
-        y = int(min(adj[s].sum(), DEGREE_CLASSES - 1))
+        # degree: deg(s); triangles: edges among s's neighbours = (A³)_ss / 2
+        k = adj[s].sum() if task == "degree" else (adj @ adj @ adj)[s, s] // 2
+        y = int(min(k, DEGREE_CLASSES - 1))
     return {"adj": adj, "s": s, "t": t, "y": y}
+
+
+def on_cycle(adj) -> np.ndarray:
+    """Which nodes lie on a cycle, (n,) bool: the 2-core (repeatedly remove nodes of
+    degree ≤ 1) of a graph whose cycles share no node with a tree hanging between
+    two of them (true of the cycle task's graphs, which have one cycle)."""
+    a = _check_adj(adj).copy()
+    alive = np.ones(len(a), bool)
+    while True:
+        low = alive & (a.sum(1) <= 1)
+        if not low.any():
+            return alive
+        alive &= ~low
+        a[low], a[:, low] = 0, 0
 
 
 def _hops(adj, s) -> np.ndarray:

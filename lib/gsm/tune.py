@@ -118,4 +118,14 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    import os
+
+    from lib.cpu_pins import PINS, pin
+
+    if any(k not in os.environ for k in PINS):
+        # torch loaded before this file ran: start again with the book's AVX2 kernels
+        # pinned, as make claims runs, so that the tuning verdicts do not depend on
+        # the machine kind
+        pin()
+        os.execv(sys.executable, [sys.executable, "-m", "lib.gsm.tune", *sys.argv[1:]])
     sys.exit(main())
