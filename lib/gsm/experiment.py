@@ -44,6 +44,7 @@ SPECS = (
         for t in LOCAL_TASKS
         for k in ("node", "node_gcn", "khop", "hac_bfs", "khop_rewired")
     ),
+    ("cycle", "hybrid", "hac_bfs_rewired"),  # cycle check's control rewires both arms
 )
 
 
